@@ -1,0 +1,154 @@
+// The transactional file system on Berkeley DB (DESIGN.md §3). It knows nothing of processes or
+// tracing: every operation takes a transaction and the caller's credentials and returns what
+// Linux would return for the same call, as an errno in a Status.
+//
+// Paths are relative to the mount's root and start with "/": "/", "/a/b". They may contain ".",
+// "..", repeated and trailing slashes; ".." at the root stays at the root. Symbolic links stored
+// here are followed (40 at most, then ELOOP). A resolution that leaves the file system (an
+// absolute link target, or ".." above the root through a link) ends with Status::Escape: error
+// EXDEV with escaped_path() set for the monitor to continue on the host.
+//
+// Modes passed to create/mkdir/open are final: the caller applies its umask first.
+#pragma once
+
+#include <sys/stat.h>
+#include <sys/statfs.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "schema/cred.h"
+#include "schema/records.h"
+#include "schema/status.h"
+#include "schema/transaction.h"
+
+namespace amino::schema {
+
+class Store;  // the environment and its databases (store.h)
+
+struct Stat {
+  FileId ino = 0;
+  Attr attr;
+};
+
+struct DirEntry {
+  std::string name;
+  FileId ino = 0;
+  unsigned char type = 0;  // DT_REG, DT_DIR, DT_LNK, ...
+};
+
+struct OpenResult {
+  FileId id = 0;
+  Stat stat;
+  bool created = false;
+};
+
+struct OpenOptions {
+  bool create = false;            // create the database directory if missing (mkfs)
+  size_t cache_bytes = 64 << 20;  // Berkeley DB cache
+};
+
+class FileSystem {
+ public:
+  // Creates an empty file system (root directory owned by root, mode 0755) in `dir`, which must
+  // be missing or empty.
+  static Status Mkfs(const std::string& dir);
+  // Opens an existing file system. Runs recovery when a previous user died; when no other
+  // process has it open, also clears stale open counts and removes orphaned files.
+  static Result<std::unique_ptr<FileSystem>> Open(const std::string& dir,
+                                                  const OpenOptions& options = {});
+  ~FileSystem();
+
+  // Transactions. A nested transaction is a child of `parent`.
+  Result<Transaction> Begin(Transaction* parent = nullptr, TxnOptions options = {});
+  // Runs `body` in a child of `parent` (or a top-level transaction): commits when it returns ok,
+  // aborts otherwise; a top-level transaction that loses a conflict is retried.
+  Status Run(Transaction* parent, TxnOptions options, const std::function<Status(Transaction&)>& body);
+  Status Run(const std::function<Status(Transaction&)>& body) { return Run(nullptr, {}, body); }
+
+  // Writes a checkpoint and removes log files no longer needed.
+  Status Checkpoint();
+  const std::string& dir() const { return dir_; }
+  bool recovered_on_open() const { return recovered_on_open_; }
+  Store& store() { return *store_; }
+
+  // --- Calls on paths ---------------------------------------------------------------------
+  Result<Stat> GetStat(Transaction& t, const Cred& c, std::string_view path, bool follow = true);
+  // access(2) with R_OK/W_OK/X_OK/F_OK; `c` is the real uid/gid for access, effective for faccessat
+  // with AT_EACCESS.
+  Status Access(Transaction& t, const Cred& c, std::string_view path, int mode, bool follow = true);
+  Result<OpenResult> Open(Transaction& t, const Cred& c, std::string_view path, int flags,
+                          mode_t mode = 0);
+  Result<Stat> Mknod(Transaction& t, const Cred& c, std::string_view path, mode_t mode,
+                     dev_t rdev = 0);  // regular files, FIFOs, sockets, devices (root)
+  Result<Stat> Mkdir(Transaction& t, const Cred& c, std::string_view path, mode_t mode);
+  Status Rmdir(Transaction& t, const Cred& c, std::string_view path);
+  Status Unlink(Transaction& t, const Cred& c, std::string_view path);
+  Status Link(Transaction& t, const Cred& c, std::string_view oldpath, std::string_view newpath,
+              bool follow_old = false);
+  Status Symlink(Transaction& t, const Cred& c, std::string_view target, std::string_view linkpath);
+  Result<std::string> Readlink(Transaction& t, const Cred& c, std::string_view path);
+  // flags: 0, RENAME_NOREPLACE or RENAME_EXCHANGE.
+  Status Rename(Transaction& t, const Cred& c, std::string_view oldpath, std::string_view newpath,
+                unsigned flags = 0);
+  Status Chmod(Transaction& t, const Cred& c, std::string_view path, mode_t mode, bool follow = true);
+  // (uid_t)-1 / (gid_t)-1 leave that id unchanged.
+  Status Chown(Transaction& t, const Cred& c, std::string_view path, uid_t uid, gid_t gid,
+               bool follow = true);
+  // times[0] = atime, times[1] = mtime; tv_nsec may be UTIME_NOW or UTIME_OMIT; nullptr = now.
+  Status Utimens(Transaction& t, const Cred& c, std::string_view path, const timespec* times,
+                 bool follow = true);
+  Status Truncate(Transaction& t, const Cred& c, std::string_view path, int64_t length);
+  Result<std::string> GetXattr(Transaction& t, const Cred& c, std::string_view path,
+                               std::string_view name, bool follow = true);
+  // flags: 0, XATTR_CREATE or XATTR_REPLACE.
+  Status SetXattr(Transaction& t, const Cred& c, std::string_view path, std::string_view name,
+                  std::string_view value, int flags, bool follow = true);
+  Result<std::vector<std::string>> ListXattr(Transaction& t, const Cred& c, std::string_view path,
+                                             bool follow = true);
+  Status RemoveXattr(Transaction& t, const Cred& c, std::string_view path, std::string_view name,
+                     bool follow = true);
+  Result<struct statfs> StatFs(Transaction& t);
+
+  // --- Calls on open files (the id returned by Open) -------------------------------------
+  // The caller checked the access mode at open; these check only what Linux checks on an fd.
+  Status Close(Transaction& t, FileId id);
+  Result<Stat> FStat(Transaction& t, FileId id);
+  Result<size_t> Read(Transaction& t, FileId id, uint64_t offset, void* buf, size_t len);
+  Result<size_t> Write(Transaction& t, const Cred& c, FileId id, uint64_t offset, const void* buf,
+                       size_t len);
+  // O_APPEND: writes at the end of file; returns the offset the data was written at.
+  Result<uint64_t> Append(Transaction& t, const Cred& c, FileId id, const void* buf, size_t len);
+  Status FTruncate(Transaction& t, const Cred& c, FileId id, int64_t length);
+  Status FChmod(Transaction& t, const Cred& c, FileId id, mode_t mode);
+  Status FChown(Transaction& t, const Cred& c, FileId id, uid_t uid, gid_t gid);
+  Status FUtimens(Transaction& t, const Cred& c, FileId id, const timespec* times);
+  Result<std::string> FGetXattr(Transaction& t, const Cred& c, FileId id, std::string_view name);
+  Status FSetXattr(Transaction& t, const Cred& c, FileId id, std::string_view name,
+                   std::string_view value, int flags);
+  Result<std::vector<std::string>> FListXattr(Transaction& t, const Cred& c, FileId id);
+  Status FRemoveXattr(Transaction& t, const Cred& c, FileId id, std::string_view name);
+  // lseek SEEK_DATA / SEEK_HOLE: ENXIO at or past the end of file.
+  Result<uint64_t> SeekData(Transaction& t, FileId id, uint64_t offset);
+  Result<uint64_t> SeekHole(Transaction& t, FileId id, uint64_t offset);
+  // Entries of an open directory after the name `after` ("" = from the start), at most `max`;
+  // "." and ".." are not included (the caller adds them). An empty result is the end.
+  Result<std::vector<DirEntry>> ReadDir(Transaction& t, FileId dir, std::string_view after,
+                                        size_t max);
+  // Every name of a file (its hard links), as paths from the root; empty for an orphan.
+  Result<std::vector<std::string>> Names(Transaction& t, FileId id);
+
+ private:
+  class Impl;
+  FileSystem(std::string dir, std::unique_ptr<Store> store);
+  std::string dir_;
+  std::unique_ptr<Store> store_;
+  bool recovered_on_open_ = false;
+  friend class Impl;
+};
+
+}  // namespace amino::schema

@@ -1,0 +1,104 @@
+// The on-disk records of the schema (DESIGN.md §3) and their byte encodings.
+//
+//   Path   key  PathKey(path) = u16 depth (BE) ‖ path bytes   ->  PathValue
+//   Data   key  u64 id (BE)                                   ->  InodeValue
+//          key  u64 id (BE) ‖ u64 page index (BE)             ->  page bytes (<= kTransferUnit)
+//          key  u64 0 (BE)                                    ->  Superblock
+//   Orphan key  u64 id (BE)                                   ->  Attr (the PLMD of a nameless file)
+//   Names  key  u64 id (BE), sorted duplicates                ->  path bytes (every name of a file)
+//   Xattr  key  u64 id (BE) ‖ attribute name                  ->  attribute value
+//
+// Prefixing each Path key with its depth gives the order "depth, then bytes" under Berkeley DB's
+// default comparator, so each directory's entries are one contiguous range and every stock tool
+// (db_verify, db_dump, db_load) reads the databases without custom code.
+#pragma once
+
+#include <sys/types.h>
+#include <time.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace amino::schema {
+
+using FileId = uint64_t;
+
+inline constexpr FileId kSuperblockId = 0;
+inline constexpr FileId kRootId = 1;
+inline constexpr uint32_t kTransferUnit = 4096;         // bytes of file data per Data record
+inline constexpr uint32_t kDataPageSize = 64 * 1024;    // Berkeley DB page size of the Data db
+inline constexpr uint64_t kMaxFileSize = 17592186040320;  // ext4's limit with 4 KiB blocks
+inline constexpr uint32_t kMaxLinks = 65000;            // ext4's EMLINK limit
+inline constexpr size_t kNameMax = 255;
+inline constexpr size_t kPathMax = 4096;                // including the terminating NUL
+inline constexpr size_t kXattrNameMax = 255;
+inline constexpr size_t kXattrValueMax = 65536;
+inline constexpr size_t kSymlinkMax = 4095;
+inline constexpr uint32_t kStatfsMagic = 0x414d494e;    // "AMIN"
+
+// The stat information of a file: path-local (PLMD) when it has one name, data-local (DLMD) when
+// it has several, in the Orphan db when it has none but is still open.
+struct Attr {
+  uint32_t mode = 0;   // type and permission bits
+  uint32_t nlink = 0;  // as stat(2) reports it: names for files, 2 + subdirectories for dirs
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  uint64_t size = 0;
+  uint64_t blocks = 0;  // 512-byte blocks of stored pages
+  uint64_t rdev = 0;
+  struct timespec atime {};
+  struct timespec mtime {};
+  struct timespec ctime {};
+};
+
+struct PathValue {
+  FileId id = 0;
+  uint32_t mode = 0;        // type bits duplicated here so readdir gives d_type in one pass
+  std::optional<Attr> plmd;  // present exactly when the file has one name
+};
+
+struct InodeValue {
+  uint32_t link_count = 0;  // names in the Path db (1 for a directory)
+  uint32_t open_count = 0;  // open file descriptions in live processes
+  std::optional<Attr> dlmd;  // present exactly when link_count > 1
+};
+
+struct Superblock {
+  uint32_t format = 1;
+  uint32_t transfer_unit = kTransferUnit;
+  int64_t created = 0;  // seconds since the epoch
+};
+
+// Path keys.
+uint16_t PathDepth(std::string_view path);  // "/" -> 0, "/a" -> 1, "/a/b" -> 2
+std::string PathKey(std::string_view path);
+std::string PathFromKey(std::string_view key);
+// The first key of the directory's entries and the prefix every entry's key starts with.
+std::string DirEntriesPrefix(std::string_view dir);
+std::string JoinPath(std::string_view dir, std::string_view name);
+std::string_view ParentPath(std::string_view path);  // of "/" is "/"
+std::string_view BaseName(std::string_view path);    // of "/" is ""
+bool IsSameOrDescendant(std::string_view path, std::string_view ancestor);
+
+// Data and Names keys.
+std::string IdKey(FileId id);
+std::string PageKey(FileId id, uint64_t page);
+std::string XattrKey(FileId id, std::string_view name);
+bool ParseIdKey(std::string_view key, FileId* id);
+bool ParsePageKey(std::string_view key, FileId* id, uint64_t* page);
+
+// Values. Decoders return false on a malformed record (a damaged database).
+std::string EncodeAttr(const Attr& a);
+bool DecodeAttr(std::string_view in, Attr* a);
+std::string EncodePathValue(const PathValue& v);
+bool DecodePathValue(std::string_view in, PathValue* v);
+std::string EncodeInodeValue(const InodeValue& v);
+bool DecodeInodeValue(std::string_view in, InodeValue* v);
+std::string EncodeSuperblock(const Superblock& s);
+bool DecodeSuperblock(std::string_view in, Superblock* s);
+
+inline constexpr std::string_view kSuperblockMagic = "AMINOFS\x01";
+
+}  // namespace amino::schema

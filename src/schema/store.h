@@ -1,0 +1,92 @@
+// The Berkeley DB environment of one file system and its five databases, with typed primitives
+// over string keys and values. Used by FileSystem, fsck and the tools; knows no file semantics.
+#pragma once
+
+#include <db.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "schema/status.h"
+
+namespace amino::schema {
+
+class Store {
+ public:
+  struct Options {
+    bool create = false;  // create the environment and databases (mkfs)
+    size_t cache_bytes = 64 << 20;
+    bool force_recovery = false;  // run recovery even if another process seems alive
+  };
+  // Opens the environment in `dir`. When no other process has it open, runs recovery and
+  // reports it through recovered(); the caller then clears state left by dead processes.
+  static Result<std::unique_ptr<Store>> Open(const std::string& dir, const Options& options);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  DB_ENV* env() const { return env_; }
+  DB* path() const { return path_; }
+  DB* data() const { return data_; }
+  DB* orphan() const { return orphan_; }
+  DB* names() const { return names_; }
+  DB* xattr() const { return xattr_; }
+  // True when this process is the environment's only user (it ran recovery on open).
+  bool sole_user() const { return sole_user_; }
+  const std::string& dir() const { return dir_; }
+
+  // nullopt when the key is absent.
+  Result<std::optional<std::string>> Get(DB* db, DB_TXN* txn, std::string_view key,
+                                         uint32_t flags = 0);
+  Status Put(DB* db, DB_TXN* txn, std::string_view key, std::string_view value,
+             uint32_t flags = 0);
+  // Ok also when the key was absent.
+  Status Del(DB* db, DB_TXN* txn, std::string_view key);
+  // Deletes one duplicate (key, value) of a sorted-duplicates database; ok if absent.
+  Status DelDup(DB* db, DB_TXN* txn, std::string_view key, std::string_view value);
+
+  Status Checkpoint();
+
+ private:
+  Store() = default;
+  std::string dir_;
+  DB_ENV* env_ = nullptr;
+  DB* path_ = nullptr;
+  DB* data_ = nullptr;
+  DB* orphan_ = nullptr;
+  DB* names_ = nullptr;
+  DB* xattr_ = nullptr;
+  int users_lock_fd_ = -1;
+  bool sole_user_ = false;
+};
+
+// RAII cursor.
+class Cursor {
+ public:
+  Cursor(DB* db, DB_TXN* txn, uint32_t flags = 0);
+  ~Cursor();
+  Cursor(const Cursor&) = delete;
+  Cursor& operator=(const Cursor&) = delete;
+  Status status() const { return open_status_; }
+  // Positions at the first key >= `key` (DB_SET_RANGE). false at the end.
+  Result<bool> SeekRange(std::string_view key);
+  // Positions at exactly (key, value) in a duplicates database (DB_GET_BOTH). false if absent.
+  Result<bool> SeekBoth(std::string_view key, std::string_view value);
+  Result<bool> First();
+  Result<bool> Next();
+  Result<bool> NextDup();
+  Status Delete();
+  std::string_view key() const { return key_; }
+  std::string_view value() const { return value_; }
+
+ private:
+  Result<bool> Get(uint32_t op);
+  DBC* dbc_ = nullptr;
+  Status open_status_;
+  std::string key_;
+  std::string value_;
+};
+
+}  // namespace amino::schema
