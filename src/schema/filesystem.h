@@ -3,10 +3,10 @@
 // Linux would return for the same call, as an errno in a Status.
 //
 // Paths are relative to the mount's root and start with "/": "/", "/a/b". They may contain ".",
-// "..", repeated and trailing slashes; ".." at the root stays at the root. Symbolic links stored
-// here are followed (40 at most, then ELOOP). A resolution that leaves the file system (an
-// absolute link target, or ".." above the root through a link) ends with Status::Escape: error
-// EXDEV with escaped_path() set for the monitor to continue on the host.
+// "..", repeated and trailing slashes. Symbolic links stored here are followed (40 at most, then
+// ELOOP). A resolution that leaves the file system (an absolute link target, or ".." at the root,
+// as on a real mount) ends with Status::Escape: error EXDEV with escaped_path() set for the
+// monitor to continue on the host.
 //
 // Modes passed to create/mkdir/open are final: the caller applies its umask first.
 #pragma once
@@ -48,8 +48,8 @@ struct OpenResult {
 };
 
 struct OpenOptions {
-  bool create = false;            // create the database directory if missing (mkfs)
   size_t cache_bytes = 64 << 20;  // Berkeley DB cache
+  bool force_recovery = false;    // run recovery even if not needed (fails if others use it)
 };
 
 class FileSystem {
@@ -58,7 +58,8 @@ class FileSystem {
   // be missing or empty.
   static Status Mkfs(const std::string& dir);
   // Opens an existing file system. Runs recovery when a previous user died; when no other
-  // process has it open, also clears stale open counts and removes orphaned files.
+  // process has it open, also clears stale open counts and removes orphaned files
+  // (recovered_on_open() then says so).
   static Result<std::unique_ptr<FileSystem>> Open(const std::string& dir,
                                                   const OpenOptions& options = {});
   ~FileSystem();

@@ -4,6 +4,7 @@
 
 #include <db.h>
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,8 +34,11 @@ class Store {
   DB* orphan() const { return orphan_; }
   DB* names() const { return names_; }
   DB* xattr() const { return xattr_; }
-  // True when this process is the environment's only user (it ran recovery on open).
+  // True when no other process had the file system open when this one opened it: state left by
+  // dead users (open counts, orphans) may then be cleared. Until ShareWithOthers() is called,
+  // other openers wait.
   bool sole_user() const { return sole_user_; }
+  Status ShareWithOthers();
   const std::string& dir() const { return dir_; }
 
   // nullopt when the key is absent.
@@ -48,6 +52,8 @@ class Store {
   Status DelDup(DB* db, DB_TXN* txn, std::string_view key, std::string_view value);
 
   Status Checkpoint();
+  // Called after each top-level commit; checkpoints every so often so the log stays bounded.
+  void NoteTopLevelCommit();
 
  private:
   Store() = default;
@@ -60,6 +66,7 @@ class Store {
   DB* xattr_ = nullptr;
   int users_lock_fd_ = -1;
   bool sole_user_ = false;
+  std::atomic<uint32_t> commits_since_checkpoint_{0};
 };
 
 // RAII cursor.
@@ -84,6 +91,7 @@ class Cursor {
  private:
   Result<bool> Get(uint32_t op);
   DBC* dbc_ = nullptr;
+  DBT k_, v_;  // DB_DBT_REALLOC buffers, reused across calls
   Status open_status_;
   std::string key_;
   std::string value_;

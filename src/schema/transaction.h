@@ -21,13 +21,19 @@ struct TxnOptions {
   bool nowait = false;
 };
 
+class Store;
+
 class Transaction {
  public:
   Transaction() = default;
-  Transaction(DB_TXN* txn, Transaction* parent) : txn_(txn), parent_(parent) {}
+  // `store`, when given, is told of each top-level commit (it checkpoints now and then).
+  Transaction(DB_TXN* txn, Transaction* parent, Store* store = nullptr)
+      : txn_(txn), parent_(parent), store_(store) {}
   Transaction(const Transaction&) = delete;
   Transaction& operator=(const Transaction&) = delete;
-  Transaction(Transaction&& o) noexcept : txn_(o.txn_), parent_(o.parent_) { o.txn_ = nullptr; }
+  Transaction(Transaction&& o) noexcept : txn_(o.txn_), parent_(o.parent_), store_(o.store_) {
+    o.txn_ = nullptr;
+  }
   Transaction& operator=(Transaction&& o) noexcept;
   ~Transaction();
 
@@ -41,6 +47,7 @@ class Transaction {
  private:
   DB_TXN* txn_ = nullptr;
   Transaction* parent_ = nullptr;
+  Store* store_ = nullptr;
 };
 
 // Maps a Berkeley DB return code to a Status (DB_LOCK_DEADLOCK and DB_LOCK_NOTGRANTED become

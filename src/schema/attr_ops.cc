@@ -1,0 +1,163 @@
+// stat, access and the attribute-changing calls: chmod, chown, utimens; statfs.
+#include <sys/statvfs.h>
+
+#include "schema/fs_internal.h"
+
+namespace amino::schema {
+
+using internal::IsOwnerOrPrivileged;
+using internal::Node;
+using internal::Now;
+using internal::Ops;
+using internal::Permitted;
+
+namespace {
+
+Status ChmodNode(Ops& ops, DB_TXN* t, const Cred& c, Node& n, mode_t mode) {
+  if (n.is_link()) return Status::Errno(EOPNOTSUPP);
+  if (!IsOwnerOrPrivileged(n.attr, c)) return Status::Errno(EPERM);
+  mode &= 07777;
+  if (!c.privileged() && !c.in_group(n.attr.gid)) mode &= ~S_ISGID;
+  n.attr.mode = (n.attr.mode & S_IFMT) | mode;
+  n.attr.ctime = Now();
+  return ops.SaveAttr(t, n);
+}
+
+Status ChownNode(Ops& ops, DB_TXN* t, const Cred& c, Node& n, uid_t uid, gid_t gid) {
+  const bool set_uid = uid != static_cast<uid_t>(-1);
+  const bool set_gid = gid != static_cast<gid_t>(-1);
+  if (!c.privileged()) {
+    if (set_uid && (uid != n.attr.uid || c.uid != n.attr.uid)) return Status::Errno(EPERM);
+    if (set_gid && (c.uid != n.attr.uid || (gid != n.attr.gid && !c.in_group(gid)))) {
+      return Status::Errno(EPERM);
+    }
+  }
+  if (set_uid) n.attr.uid = uid;
+  if (set_gid) n.attr.gid = gid;
+  // A change of owner drops set-user-id, and set-group-id where it means "execute as group".
+  if (!n.is_dir() && !n.is_link()) {
+    n.attr.mode &= ~S_ISUID;
+    if ((n.attr.mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP)) n.attr.mode &= ~S_ISGID;
+  }
+  n.attr.ctime = Now();
+  return ops.SaveAttr(t, n);
+}
+
+bool ValidTime(const timespec& ts) {
+  return ts.tv_nsec == UTIME_NOW || ts.tv_nsec == UTIME_OMIT ||
+         (ts.tv_nsec >= 0 && ts.tv_nsec < 1000000000);
+}
+
+Status UtimensNode(Ops& ops, DB_TXN* t, const Cred& c, Node& n, const timespec* times) {
+  if (times && (!ValidTime(times[0]) || !ValidTime(times[1]))) return Status::Errno(EINVAL);
+  if (times && times[0].tv_nsec == UTIME_OMIT && times[1].tv_nsec == UTIME_OMIT) {
+    return Status::Ok();
+  }
+  const bool only_now = !times || ((times[0].tv_nsec == UTIME_NOW ||
+                                    times[0].tv_nsec == UTIME_OMIT) &&
+                                   (times[1].tv_nsec == UTIME_NOW ||
+                                    times[1].tv_nsec == UTIME_OMIT));
+  if (!IsOwnerOrPrivileged(n.attr, c)) {
+    if (!only_now) return Status::Errno(EPERM);
+    if (!Permitted(n.attr, c, 2)) return Status::Errno(EACCES);
+  }
+  timespec now = Now();
+  auto pick = [&](const timespec* ts, timespec* field) {
+    if (!ts || ts->tv_nsec == UTIME_NOW) {
+      *field = now;
+    } else if (ts->tv_nsec != UTIME_OMIT) {
+      *field = *ts;
+    }
+  };
+  pick(times ? &times[0] : nullptr, &n.attr.atime);
+  pick(times ? &times[1] : nullptr, &n.attr.mtime);
+  n.attr.ctime = now;
+  return ops.SaveAttr(t, n);
+}
+
+}  // namespace
+
+Result<Stat> FileSystem::GetStat(Transaction& txn, const Cred& c, std::string_view path,
+                                 bool follow) {
+  Ops ops(*store_);
+  AMINO_ASSIGN_OR_RETURN(Node n, ops.ResolveExisting(txn.raw(), c, path, follow));
+  return Stat{n.id, n.attr};
+}
+
+Result<Stat> FileSystem::FStat(Transaction& txn, FileId id) {
+  Ops ops(*store_);
+  AMINO_ASSIGN_OR_RETURN(Node n, ops.NodeById(txn.raw(), id));
+  return Stat{n.id, n.attr};
+}
+
+Status FileSystem::Access(Transaction& txn, const Cred& c, std::string_view path, int mode,
+                          bool follow) {
+  if (mode & ~(R_OK | W_OK | X_OK)) return Status::Errno(EINVAL);
+  Ops ops(*store_);
+  AMINO_ASSIGN_OR_RETURN(Node n, ops.ResolveExisting(txn.raw(), c, path, follow));
+  if (mode == F_OK) return Status::Ok();
+  return Permitted(n.attr, c, mode) ? Status::Ok() : Status::Errno(EACCES);
+}
+
+Status FileSystem::Chmod(Transaction& txn, const Cred& c, std::string_view path, mode_t mode,
+                         bool follow) {
+  Ops ops(*store_);
+  AMINO_ASSIGN_OR_RETURN(Node n, ops.ResolveExisting(txn.raw(), c, path, follow));
+  return ChmodNode(ops, txn.raw(), c, n, mode);
+}
+
+Status FileSystem::FChmod(Transaction& txn, const Cred& c, FileId id, mode_t mode) {
+  Ops ops(*store_);
+  AMINO_ASSIGN_OR_RETURN(Node n, ops.NodeById(txn.raw(), id));
+  return ChmodNode(ops, txn.raw(), c, n, mode);
+}
+
+Status FileSystem::Chown(Transaction& txn, const Cred& c, std::string_view path, uid_t uid,
+                         gid_t gid, bool follow) {
+  Ops ops(*store_);
+  AMINO_ASSIGN_OR_RETURN(Node n, ops.ResolveExisting(txn.raw(), c, path, follow));
+  return ChownNode(ops, txn.raw(), c, n, uid, gid);
+}
+
+Status FileSystem::FChown(Transaction& txn, const Cred& c, FileId id, uid_t uid, gid_t gid) {
+  Ops ops(*store_);
+  AMINO_ASSIGN_OR_RETURN(Node n, ops.NodeById(txn.raw(), id));
+  return ChownNode(ops, txn.raw(), c, n, uid, gid);
+}
+
+Status FileSystem::Utimens(Transaction& txn, const Cred& c, std::string_view path,
+                           const timespec* times, bool follow) {
+  Ops ops(*store_);
+  AMINO_ASSIGN_OR_RETURN(Node n, ops.ResolveExisting(txn.raw(), c, path, follow));
+  return UtimensNode(ops, txn.raw(), c, n, times);
+}
+
+Status FileSystem::FUtimens(Transaction& txn, const Cred& c, FileId id, const timespec* times) {
+  Ops ops(*store_);
+  AMINO_ASSIGN_OR_RETURN(Node n, ops.NodeById(txn.raw(), id));
+  return UtimensNode(ops, txn.raw(), c, n, times);
+}
+
+Result<struct statfs> FileSystem::StatFs(Transaction&) {
+  struct statvfs host;
+  if (statvfs(dir_.c_str(), &host) != 0) {
+    return Status::Storage(errno, dir_ + ": statvfs failed");
+  }
+  struct statfs out {};
+  out.f_type = kStatfsMagic;
+  out.f_bsize = kTransferUnit;
+  out.f_frsize = kTransferUnit;
+  auto scale = [&](fsblkcnt_t n) { return n * host.f_frsize / kTransferUnit; };
+  out.f_blocks = scale(host.f_blocks);
+  out.f_bfree = scale(host.f_bfree);
+  out.f_bavail = scale(host.f_bavail);
+  out.f_files = host.f_files;
+  out.f_ffree = host.f_ffree;
+  out.f_namelen = kNameMax;
+  uint64_t fsid = host.f_fsid;
+  out.f_fsid.__val[0] = static_cast<int>(fsid & 0xffffffff);
+  out.f_fsid.__val[1] = static_cast<int>(fsid >> 32);
+  return out;
+}
+
+}  // namespace amino::schema

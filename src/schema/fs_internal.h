@@ -1,0 +1,87 @@
+// Shared by the files that implement FileSystem: where a file's metadata lives, path
+// resolution, permission checks. Not part of the schema's interface.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "schema/filesystem.h"
+#include "schema/store.h"
+
+namespace amino::schema::internal {
+
+// A file and the place its metadata is stored: the Path record of its only name (PLMD), its
+// Data record (DLMD, hard-linked), or the Orphan db (no name, still open).
+struct Node {
+  enum class Where { kPlmd, kDlmd, kOrphan };
+  FileId id = 0;
+  Where where = Where::kPlmd;
+  std::string path;  // the name the metadata is stored under (kPlmd) or the name resolved
+  PathValue pv;      // the Path record of `path` (when there is one)
+  InodeValue iv;     // the Data record
+  Attr attr;         // the metadata, wherever it lives
+
+  bool is_dir() const { return S_ISDIR(attr.mode); }
+  bool is_link() const { return S_ISLNK(attr.mode); }
+};
+
+// What a path names: the directory it is in, the last component, and the file, if it exists.
+struct Resolved {
+  enum class Last { kName, kDot, kDotDot, kRoot };
+  std::string parent;  // canonical path of the containing directory
+  std::string name;    // last component (empty for kRoot / kDot / kDotDot)
+  Last last = Last::kName;
+  bool trailing_slash = false;  // the path ended in "/": the file must be a directory
+  std::optional<Node> node;
+  std::string path() const { return last == Last::kName ? JoinPath(parent, name) : parent; }
+};
+
+timespec Now();
+
+// Permission bits: 4 read, 2 write, 1 execute/search.
+bool Permitted(const Attr& a, const Cred& c, int mask);
+bool IsOwnerOrPrivileged(const Attr& a, const Cred& c);
+
+class Ops {
+ public:
+  explicit Ops(Store& s) : s_(s) {}
+
+  // Records.
+  Result<std::optional<PathValue>> GetPath(DB_TXN* t, std::string_view path);
+  Status PutPath(DB_TXN* t, std::string_view path, const PathValue& v);
+  Result<InodeValue> GetInode(DB_TXN* t, FileId id);
+  Status PutInode(DB_TXN* t, FileId id, const InodeValue& v);
+  // The node a Path record names (loads the DLMD when needed).
+  Result<Node> NodeAt(DB_TXN* t, std::string_view path, const PathValue& pv);
+  Result<std::optional<Node>> LookupPath(DB_TXN* t, std::string_view path);
+  Result<Node> NodeById(DB_TXN* t, FileId id);  // ENOENT (stale) if the file no longer exists
+  // Writes node.attr back where it lives.
+  Status SaveAttr(DB_TXN* t, Node& node);
+  // Touches mtime/ctime of a directory (after an entry was added or removed) and adjusts its
+  // link count by `nlink_delta` (subdirectories).
+  Status TouchDir(DB_TXN* t, std::string_view dir, int nlink_delta, const timespec& now);
+
+  // Path resolution (see filesystem.h). `follow`: follow a symbolic link in the last component.
+  Result<Resolved> Resolve(DB_TXN* t, const Cred& c, std::string_view path, bool follow);
+  // Resolve and require the file to exist.
+  Result<Node> ResolveExisting(DB_TXN* t, const Cred& c, std::string_view path, bool follow);
+
+  // Creates a new file named `path` (its parent must exist and be checked by the caller).
+  Result<Node> CreateNode(DB_TXN* t, const Cred& c, std::string_view path, mode_t mode,
+                          dev_t rdev, const Attr& parent_attr);
+  // Removes one name of a file; frees or orphans the file when it was the last.
+  Status RemoveName(DB_TXN* t, Node& node, std::string_view path, const timespec& now);
+  // Frees a file no name and no open description refer to: pages, xattrs, records.
+  Status FreeFile(DB_TXN* t, FileId id);
+  // Deletes the pages of `id` at and past byte `from` and trims the page that holds it.
+  Status TruncatePages(DB_TXN* t, FileId id, uint64_t from, uint64_t old_size, uint64_t* blocks);
+  Status SetSize(DB_TXN* t, Node& node, uint64_t length, const timespec& now);
+
+  Store& store() { return s_; }
+
+ private:
+  Store& s_;
+};
+
+}  // namespace amino::schema::internal

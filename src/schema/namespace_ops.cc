@@ -1,0 +1,579 @@
+// Names: creating, linking, removing and renaming files and directories; open and close.
+#include <fcntl.h>
+#include <linux/fs.h>
+
+#include <random>
+
+#include "schema/fs_internal.h"
+
+namespace amino::schema {
+
+using internal::IsOwnerOrPrivileged;
+using internal::Node;
+using internal::Now;
+using internal::Ops;
+using internal::Permitted;
+using internal::Resolved;
+
+namespace internal {
+
+// Random ids (as in the paper) keep concurrent creators from contending on a counter.
+static FileId RandomId() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  FileId id;
+  do {
+    id = rng() >> 1;  // positive as a signed 64-bit ino
+  } while (id <= kRootId);
+  return id;
+}
+
+Result<Node> Ops::CreateNode(DB_TXN* t, const Cred& c, std::string_view path, mode_t mode,
+                             dev_t rdev, const Attr& parent_attr) {
+  Attr a;
+  a.mode = mode;
+  a.nlink = S_ISDIR(mode) ? 2 : 1;
+  a.uid = c.uid;
+  a.gid = c.gid;
+  if (parent_attr.mode & S_ISGID) {
+    a.gid = parent_attr.gid;
+    if (S_ISDIR(mode)) {
+      a.mode |= S_ISGID;
+    } else if ((a.mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP) && !c.in_group(a.gid) &&
+               !c.privileged()) {
+      a.mode &= ~S_ISGID;
+    }
+  }
+  a.rdev = rdev;
+  a.atime = a.mtime = a.ctime = Now();
+  FileId id;
+  for (;;) {
+    id = RandomId();
+    Status st = s_.Put(s_.data(), t, IdKey(id), EncodeInodeValue(InodeValue{1, 0, std::nullopt}),
+                       DB_NOOVERWRITE);
+    if (st.ok()) break;
+    if (st.kind() != Status::Kind::kErrno || st.error() != EEXIST) return st;
+  }
+  Node n;
+  n.id = id;
+  n.where = Node::Where::kPlmd;
+  n.path = std::string(path);
+  n.pv = PathValue{id, a.mode, a};
+  n.iv = InodeValue{1, 0, std::nullopt};
+  n.attr = a;
+  AMINO_RETURN_IF_ERROR(PutPath(t, path, n.pv));
+  AMINO_RETURN_IF_ERROR(s_.Put(s_.names(), t, IdKey(id), path));
+  AMINO_RETURN_IF_ERROR(TouchDir(t, ParentPath(path), S_ISDIR(mode) ? 1 : 0, a.ctime));
+  return n;
+}
+
+Status Ops::FreeFile(DB_TXN* t, FileId id) {
+  {
+    Cursor c(s_.data(), t);
+    AMINO_RETURN_IF_ERROR(c.status());
+    std::string prefix = IdKey(id);
+    AMINO_ASSIGN_OR_RETURN(bool more, c.SeekRange(PageKey(id, 0)));
+    while (more && c.key().size() == 16 && c.key().substr(0, 8) == prefix) {
+      AMINO_RETURN_IF_ERROR(c.Delete());
+      AMINO_ASSIGN_OR_RETURN(more, c.Next());
+    }
+  }
+  {
+    Cursor c(s_.xattr(), t);
+    AMINO_RETURN_IF_ERROR(c.status());
+    std::string prefix = IdKey(id);
+    AMINO_ASSIGN_OR_RETURN(bool more, c.SeekRange(prefix));
+    while (more && c.key().substr(0, 8) == prefix) {
+      AMINO_RETURN_IF_ERROR(c.Delete());
+      AMINO_ASSIGN_OR_RETURN(more, c.Next());
+    }
+  }
+  AMINO_RETURN_IF_ERROR(s_.Del(s_.orphan(), t, IdKey(id)));
+  return s_.Del(s_.data(), t, IdKey(id));
+}
+
+Status Ops::RemoveName(DB_TXN* t, Node& n, std::string_view path, const timespec& now) {
+  AMINO_RETURN_IF_ERROR(s_.Del(s_.path(), t, PathKey(path)));
+  AMINO_RETURN_IF_ERROR(s_.DelDup(s_.names(), t, IdKey(n.id), path));
+  if (n.where == Node::Where::kPlmd) {
+    AMINO_ASSIGN_OR_RETURN(n.iv, GetInode(t, n.id));
+  }
+  if (n.iv.link_count == 0) return Status::Storage(EUCLEAN, "link count underflow");
+  n.iv.link_count--;
+  n.attr.ctime = now;
+  n.attr.nlink = n.is_dir() ? 0 : n.iv.link_count;
+  if (n.iv.link_count >= 2) {
+    n.iv.dlmd = n.attr;
+    return PutInode(t, n.id, n.iv);
+  }
+  if (n.iv.link_count == 1) {
+    // Back to one name: the metadata moves to the remaining name's Path record (demotion).
+    AMINO_ASSIGN_OR_RETURN(std::optional<std::string> other,
+                           s_.Get(s_.names(), t, IdKey(n.id)));
+    if (!other) return Status::Storage(EUCLEAN, "hard link without a remaining name");
+    AMINO_ASSIGN_OR_RETURN(std::optional<PathValue> pv, GetPath(t, *other));
+    if (!pv) return Status::Storage(EUCLEAN, "name index points to a missing path");
+    pv->plmd = n.attr;
+    AMINO_RETURN_IF_ERROR(PutPath(t, *other, *pv));
+    n.iv.dlmd.reset();
+    n.where = Node::Where::kPlmd;
+    n.path = *other;
+    n.pv = *pv;
+    return PutInode(t, n.id, n.iv);
+  }
+  if (n.iv.open_count > 0) {
+    n.iv.dlmd.reset();
+    n.where = Node::Where::kOrphan;
+    n.path.clear();
+    AMINO_RETURN_IF_ERROR(s_.Put(s_.orphan(), t, IdKey(n.id), EncodeAttr(n.attr)));
+    return PutInode(t, n.id, n.iv);
+  }
+  return FreeFile(t, n.id);
+}
+
+}  // namespace internal
+
+namespace {
+
+// Resolves a path whose last component is the object of a namespace change (create, remove,
+// rename, link): that component is never followed, and a trailing slash is only remembered.
+Result<Resolved> ResolveEntry(Ops& ops, DB_TXN* t, const Cred& c, std::string_view path) {
+  if (path.empty()) return Status::Errno(ENOENT);
+  if (path.size() >= kPathMax) return Status::Errno(ENAMETOOLONG);
+  size_t end = path.size();
+  while (end > 1 && path[end - 1] == '/') --end;
+  bool trailing = end < path.size();
+  AMINO_ASSIGN_OR_RETURN(Resolved r, ops.Resolve(t, c, path.substr(0, end), false));
+  r.trailing_slash = trailing || r.trailing_slash;
+  return r;
+}
+
+Status CheckSticky(const Attr& dir, const Attr& victim, const Cred& c) {
+  if ((dir.mode & S_ISVTX) && !c.privileged() && c.uid != victim.uid && c.uid != dir.uid) {
+    return Status::Errno(EPERM);
+  }
+  return Status::Ok();
+}
+
+// The common checks for creating the entry `r` names.
+Result<Node> CreationParent(Ops& ops, DB_TXN* t, const Cred& c, const Resolved& r,
+                            bool is_dir) {
+  if (r.last != Resolved::Last::kName || r.node) return Status::Errno(EEXIST);
+  if (r.trailing_slash && !is_dir) return Status::Errno(ENOENT);
+  AMINO_ASSIGN_OR_RETURN(std::optional<Node> parent, ops.LookupPath(t, r.parent));
+  if (!parent) return Status::Errno(ENOENT);
+  if (!Permitted(parent->attr, c, 3)) return Status::Errno(EACCES);
+  if (is_dir && parent->attr.nlink >= kMaxLinks) return Status::Errno(EMLINK);
+  return std::move(*parent);
+}
+
+unsigned char DirentType(uint32_t mode) { return static_cast<unsigned char>((mode >> 12) & 017); }
+
+// Every Path record below `dir` (not `dir` itself), by increasing depth.
+Status CollectSubtree(Store& s, DB_TXN* t, const std::string& dir,
+                      std::vector<std::pair<std::string, std::string>>* out) {
+  Cursor c(s.path(), t);
+  AMINO_RETURN_IF_ERROR(c.status());
+  std::string base = dir == "/" ? std::string() : dir;
+  for (uint16_t depth = static_cast<uint16_t>(PathDepth(dir) + 1);; ++depth) {
+    std::string prefix;
+    prefix.push_back(static_cast<char>(depth >> 8));
+    prefix.push_back(static_cast<char>(depth & 0xff));
+    prefix += base + "/";
+    size_t before = out->size();
+    AMINO_ASSIGN_OR_RETURN(bool more, c.SeekRange(prefix));
+    while (more && c.key().substr(0, prefix.size()) == prefix) {
+      out->emplace_back(PathFromKey(c.key()), std::string(c.value()));
+      AMINO_ASSIGN_OR_RETURN(more, c.Next());
+    }
+    // Every deeper entry has an ancestor at this depth: an empty level ends the subtree.
+    if (out->size() == before) return Status::Ok();
+  }
+}
+
+Result<bool> DirIsEmpty(Store& s, DB_TXN* t, std::string_view dir) {
+  Cursor c(s.path(), t);
+  AMINO_RETURN_IF_ERROR(c.status());
+  std::string prefix = DirEntriesPrefix(dir);
+  AMINO_ASSIGN_OR_RETURN(bool more, c.SeekRange(prefix));
+  return !(more && c.key().substr(0, prefix.size()) == prefix);
+}
+
+// Moves Path and Names records from one name to another.
+Status MoveRecord(Store& s, DB_TXN* t, const std::string& from, const std::string& to,
+                  const std::string& raw_value) {
+  PathValue pv;
+  if (!DecodePathValue(raw_value, &pv)) return Status::Storage(EUCLEAN, "damaged path " + from);
+  AMINO_RETURN_IF_ERROR(s.Put(s.path(), t, PathKey(to), raw_value));
+  AMINO_RETURN_IF_ERROR(s.DelDup(s.names(), t, IdKey(pv.id), from));
+  return s.Put(s.names(), t, IdKey(pv.id), to);
+}
+
+// Renames `from` (and, for a directory, everything below it) to `to`, which must be free.
+Status MoveTree(Store& s, DB_TXN* t, const std::string& from, const std::string& to) {
+  std::vector<std::pair<std::string, std::string>> entries;
+  AMINO_ASSIGN_OR_RETURN(std::optional<std::string> self, s.Get(s.path(), t, PathKey(from)));
+  if (!self) return Status::Storage(EUCLEAN, "missing path " + from);
+  entries.emplace_back(from, *self);
+  AMINO_RETURN_IF_ERROR(CollectSubtree(s, t, from, &entries));
+  for (const auto& [path, value] : entries) {
+    AMINO_RETURN_IF_ERROR(s.Del(s.path(), t, PathKey(path)));
+  }
+  for (const auto& [path, value] : entries) {
+    AMINO_RETURN_IF_ERROR(MoveRecord(s, t, path, to + path.substr(from.size()), value));
+  }
+  return Status::Ok();
+}
+
+Status TouchCtime(Ops& ops, DB_TXN* t, const std::string& path, const timespec& now) {
+  AMINO_ASSIGN_OR_RETURN(std::optional<Node> n, ops.LookupPath(t, path));
+  if (!n) return Status::Storage(EUCLEAN, "missing path " + path);
+  n->attr.ctime = now;
+  return ops.SaveAttr(t, *n);
+}
+
+// may_delete(): may `c` remove or replace `victim` from `dir`?
+Status MayDelete(const Node& dir, const Node& victim, const Cred& c, bool is_dir) {
+  if (!Permitted(dir.attr, c, 3)) return Status::Errno(EACCES);
+  AMINO_RETURN_IF_ERROR(CheckSticky(dir.attr, victim.attr, c));
+  if (is_dir && !victim.is_dir()) return Status::Errno(ENOTDIR);
+  if (!is_dir && victim.is_dir()) return Status::Errno(EISDIR);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Stat> FileSystem::Mknod(Transaction& txn, const Cred& c, std::string_view path,
+                               mode_t mode, dev_t rdev) {
+  DB_TXN* t = txn.raw();
+  Ops ops(*store_);
+  switch (mode & S_IFMT) {
+    case 0:
+      mode |= S_IFREG;
+      break;
+    case S_IFREG:
+    case S_IFIFO:
+    case S_IFSOCK:
+      break;
+    case S_IFCHR:
+    case S_IFBLK:
+      if (!c.privileged()) return Status::Errno(EPERM);
+      break;
+    case S_IFDIR:
+      return Status::Errno(EPERM);
+    default:
+      return Status::Errno(EINVAL);
+  }
+  AMINO_ASSIGN_OR_RETURN(Resolved r, ResolveEntry(ops, t, c, path));
+  AMINO_ASSIGN_OR_RETURN(Node parent, CreationParent(ops, t, c, r, false));
+  bool device = S_ISCHR(mode) || S_ISBLK(mode);
+  AMINO_ASSIGN_OR_RETURN(Node n, ops.CreateNode(t, c, r.path(), mode & (S_IFMT | 07777),
+                                                device ? rdev : 0, parent.attr));
+  return Stat{n.id, n.attr};
+}
+
+Result<Stat> FileSystem::Mkdir(Transaction& txn, const Cred& c, std::string_view path,
+                               mode_t mode) {
+  DB_TXN* t = txn.raw();
+  Ops ops(*store_);
+  AMINO_ASSIGN_OR_RETURN(Resolved r, ResolveEntry(ops, t, c, path));
+  AMINO_ASSIGN_OR_RETURN(Node parent, CreationParent(ops, t, c, r, true));
+  AMINO_ASSIGN_OR_RETURN(Node n,
+                         ops.CreateNode(t, c, r.path(), S_IFDIR | (mode & 07777), 0, parent.attr));
+  return Stat{n.id, n.attr};
+}
+
+Status FileSystem::Rmdir(Transaction& txn, const Cred& c, std::string_view path) {
+  DB_TXN* t = txn.raw();
+  Ops ops(*store_);
+  AMINO_ASSIGN_OR_RETURN(Resolved r, ResolveEntry(ops, t, c, path));
+  switch (r.last) {
+    case Resolved::Last::kDot:
+      return Status::Errno(EINVAL);
+    case Resolved::Last::kDotDot:
+      return Status::Errno(ENOTEMPTY);
+    case Resolved::Last::kRoot:
+      return Status::Errno(EBUSY);
+    case Resolved::Last::kName:
+      break;
+  }
+  if (!r.node) return Status::Errno(ENOENT);
+  AMINO_ASSIGN_OR_RETURN(std::optional<Node> parent, ops.LookupPath(t, r.parent));
+  if (!parent) return Status::Errno(ENOENT);
+  AMINO_RETURN_IF_ERROR(MayDelete(*parent, *r.node, c, true));
+  AMINO_ASSIGN_OR_RETURN(bool empty, DirIsEmpty(*store_, t, r.path()));
+  if (!empty) return Status::Errno(ENOTEMPTY);
+  timespec now = Now();
+  AMINO_RETURN_IF_ERROR(ops.RemoveName(t, *r.node, r.path(), now));
+  return ops.TouchDir(t, r.parent, -1, now);
+}
+
+Status FileSystem::Unlink(Transaction& txn, const Cred& c, std::string_view path) {
+  DB_TXN* t = txn.raw();
+  Ops ops(*store_);
+  AMINO_ASSIGN_OR_RETURN(Resolved r, ResolveEntry(ops, t, c, path));
+  if (r.last != Resolved::Last::kName) return Status::Errno(EISDIR);
+  if (!r.node) return Status::Errno(ENOENT);
+  if (r.trailing_slash) return Status::Errno(r.node->is_dir() ? EISDIR : ENOTDIR);
+  AMINO_ASSIGN_OR_RETURN(std::optional<Node> parent, ops.LookupPath(t, r.parent));
+  if (!parent) return Status::Errno(ENOENT);
+  AMINO_RETURN_IF_ERROR(MayDelete(*parent, *r.node, c, false));
+  timespec now = Now();
+  AMINO_RETURN_IF_ERROR(ops.RemoveName(t, *r.node, r.path(), now));
+  return ops.TouchDir(t, r.parent, 0, now);
+}
+
+Status FileSystem::Link(Transaction& txn, const Cred& c, std::string_view oldpath,
+                        std::string_view newpath, bool follow_old) {
+  DB_TXN* t = txn.raw();
+  Ops ops(*store_);
+  AMINO_ASSIGN_OR_RETURN(Node old, ops.ResolveExisting(t, c, oldpath, follow_old));
+  AMINO_ASSIGN_OR_RETURN(Resolved r, ResolveEntry(ops, t, c, newpath));
+  if (r.last != Resolved::Last::kName || r.node) return Status::Errno(EEXIST);
+  if (r.trailing_slash) return Status::Errno(ENOENT);
+  AMINO_ASSIGN_OR_RETURN(std::optional<Node> parent, ops.LookupPath(t, r.parent));
+  if (!parent) return Status::Errno(ENOENT);
+  if (!Permitted(parent->attr, c, 3)) return Status::Errno(EACCES);
+  if (old.is_dir()) return Status::Errno(EPERM);
+  // fs.protected_hardlinks: only the owner may link a file it could not read and write.
+  if (!IsOwnerOrPrivileged(old.attr, c)) {
+    bool safe = S_ISREG(old.attr.mode) && !(old.attr.mode & S_ISUID) &&
+                (old.attr.mode & (S_ISGID | S_IXGRP)) != (S_ISGID | S_IXGRP) &&
+                Permitted(old.attr, c, 6);
+    if (!safe) return Status::Errno(EPERM);
+  }
+  if (old.where == Node::Where::kPlmd) {
+    AMINO_ASSIGN_OR_RETURN(old.iv, ops.GetInode(t, old.id));
+  }
+  if (old.iv.link_count >= kMaxLinks) return Status::Errno(EMLINK);
+  timespec now = Now();
+  if (old.where == Node::Where::kPlmd) {
+    // A second name: the metadata moves from the Path record to the Data record (promotion).
+    old.pv.plmd.reset();
+    AMINO_RETURN_IF_ERROR(ops.PutPath(t, old.path, old.pv));
+  }
+  old.iv.link_count++;
+  old.attr.nlink = old.iv.link_count;
+  old.attr.ctime = now;
+  old.iv.dlmd = old.attr;
+  AMINO_RETURN_IF_ERROR(ops.PutInode(t, old.id, old.iv));
+  std::string path = r.path();
+  AMINO_RETURN_IF_ERROR(ops.PutPath(t, path, PathValue{old.id, old.attr.mode, std::nullopt}));
+  AMINO_RETURN_IF_ERROR(store_->Put(store_->names(), t, IdKey(old.id), path));
+  return ops.TouchDir(t, r.parent, 0, now);
+}
+
+Status FileSystem::Symlink(Transaction& txn, const Cred& c, std::string_view target,
+                           std::string_view linkpath) {
+  DB_TXN* t = txn.raw();
+  Ops ops(*store_);
+  if (target.empty()) return Status::Errno(ENOENT);
+  if (target.size() > kSymlinkMax) return Status::Errno(ENAMETOOLONG);
+  AMINO_ASSIGN_OR_RETURN(Resolved r, ResolveEntry(ops, t, c, linkpath));
+  AMINO_ASSIGN_OR_RETURN(Node parent, CreationParent(ops, t, c, r, false));
+  AMINO_ASSIGN_OR_RETURN(Node n, ops.CreateNode(t, c, r.path(), S_IFLNK | 0777, 0, parent.attr));
+  AMINO_RETURN_IF_ERROR(store_->Put(store_->data(), t, PageKey(n.id, 0), target));
+  n.attr.size = target.size();
+  n.attr.blocks = kTransferUnit / 512;
+  return ops.SaveAttr(t, n);
+}
+
+Result<std::string> FileSystem::Readlink(Transaction& txn, const Cred& c, std::string_view path) {
+  DB_TXN* t = txn.raw();
+  Ops ops(*store_);
+  AMINO_ASSIGN_OR_RETURN(Node n, ops.ResolveExisting(t, c, path, false));
+  if (!n.is_link()) return Status::Errno(EINVAL);
+  AMINO_ASSIGN_OR_RETURN(std::optional<std::string> target,
+                         store_->Get(store_->data(), t, PageKey(n.id, 0)));
+  if (!target) return Status::Storage(EUCLEAN, "symbolic link without a target");
+  return std::move(*target);
+}
+
+Status FileSystem::Rename(Transaction& txn, const Cred& c, std::string_view oldpath,
+                          std::string_view newpath, unsigned flags) {
+  DB_TXN* t = txn.raw();
+  Ops ops(*store_);
+  const bool noreplace = flags & RENAME_NOREPLACE;
+  const bool exchange = flags & RENAME_EXCHANGE;
+  if ((flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) || (noreplace && exchange)) {
+    return Status::Errno(EINVAL);
+  }
+  AMINO_ASSIGN_OR_RETURN(Resolved ro, ResolveEntry(ops, t, c, oldpath));
+  AMINO_ASSIGN_OR_RETURN(Resolved rn, ResolveEntry(ops, t, c, newpath));
+  if (ro.last != Resolved::Last::kName) return Status::Errno(EBUSY);
+  if (rn.last != Resolved::Last::kName) return Status::Errno(noreplace ? EEXIST : EBUSY);
+  if (!ro.node) return Status::Errno(ENOENT);
+  if (noreplace && rn.node) return Status::Errno(EEXIST);
+  if (exchange && !rn.node) return Status::Errno(ENOENT);
+  Node& src = *ro.node;
+  const std::string from = ro.path();
+  const std::string to = rn.path();
+  if (!src.is_dir()) {
+    if (ro.trailing_slash) return Status::Errno(ENOTDIR);
+    if (!exchange && rn.trailing_slash) return Status::Errno(ENOTDIR);
+  }
+  if (IsSameOrDescendant(rn.parent, from)) return Status::Errno(EINVAL);
+  if (rn.node && IsSameOrDescendant(ro.parent, to)) {
+    return Status::Errno(exchange ? EINVAL : ENOTEMPTY);
+  }
+  if (rn.node && rn.node->id == src.id) return Status::Ok();  // two names of one file
+
+  AMINO_ASSIGN_OR_RETURN(std::optional<Node> old_dir, ops.LookupPath(t, ro.parent));
+  AMINO_ASSIGN_OR_RETURN(std::optional<Node> new_dir, ops.LookupPath(t, rn.parent));
+  if (!old_dir || !new_dir) return Status::Errno(ENOENT);
+  AMINO_RETURN_IF_ERROR(MayDelete(*old_dir, src, c, src.is_dir()));
+  if (rn.node) {
+    AMINO_RETURN_IF_ERROR(MayDelete(*new_dir, *rn.node, c, exchange ? rn.node->is_dir()
+                                                                     : src.is_dir()));
+  } else if (!Permitted(new_dir->attr, c, 3)) {
+    return Status::Errno(EACCES);
+  }
+  const bool moves_parent = ro.parent != rn.parent;
+  if (moves_parent) {
+    // A directory that changes parent has its ".." rewritten: that needs write permission on it.
+    if (src.is_dir() && !Permitted(src.attr, c, 2)) return Status::Errno(EACCES);
+    if (exchange && rn.node->is_dir() && !Permitted(rn.node->attr, c, 2)) {
+      return Status::Errno(EACCES);
+    }
+  }
+  timespec now = Now();
+
+  if (exchange) {
+    Node& dst = *rn.node;
+    int delta = (src.is_dir() ? 1 : 0) - (dst.is_dir() ? 1 : 0);
+    if (moves_parent && delta > 0 && new_dir->attr.nlink >= kMaxLinks) return Status::Errno(EMLINK);
+    if (moves_parent && delta < 0 && old_dir->attr.nlink >= kMaxLinks) return Status::Errno(EMLINK);
+    // Swap through a name no file can have (it contains no valid component).
+    std::string parking = to + std::string(1, '\0') + "exchange";
+    AMINO_RETURN_IF_ERROR(MoveTree(*store_, t, to, parking));
+    AMINO_RETURN_IF_ERROR(MoveTree(*store_, t, from, to));
+    AMINO_RETURN_IF_ERROR(MoveTree(*store_, t, parking, from));
+    AMINO_RETURN_IF_ERROR(TouchCtime(ops, t, to, now));
+    AMINO_RETURN_IF_ERROR(TouchCtime(ops, t, from, now));
+    if (moves_parent) {
+      AMINO_RETURN_IF_ERROR(ops.TouchDir(t, ro.parent, delta, now));
+      return ops.TouchDir(t, rn.parent, -delta, now);
+    }
+    return ops.TouchDir(t, ro.parent, 0, now);
+  }
+
+  int old_delta = src.is_dir() ? -1 : 0;
+  int new_delta = src.is_dir() ? 1 : 0;
+  if (rn.node) {
+    Node& victim = *rn.node;
+    if (victim.is_dir()) {
+      AMINO_ASSIGN_OR_RETURN(bool empty, DirIsEmpty(*store_, t, to));
+      if (!empty) return Status::Errno(ENOTEMPTY);
+      new_delta -= 1;
+    }
+    AMINO_RETURN_IF_ERROR(ops.RemoveName(t, victim, to, now));
+  } else if (moves_parent && src.is_dir() && new_dir->attr.nlink >= kMaxLinks) {
+    return Status::Errno(EMLINK);
+  }
+  AMINO_RETURN_IF_ERROR(MoveTree(*store_, t, from, to));
+  AMINO_RETURN_IF_ERROR(TouchCtime(ops, t, to, now));
+  if (moves_parent) {
+    AMINO_RETURN_IF_ERROR(ops.TouchDir(t, ro.parent, old_delta, now));
+    return ops.TouchDir(t, rn.parent, new_delta, now);
+  }
+  return ops.TouchDir(t, ro.parent, old_delta + new_delta, now);
+}
+
+Result<OpenResult> FileSystem::Open(Transaction& txn, const Cred& c, std::string_view path,
+                                    int flags, mode_t mode) {
+  DB_TXN* t = txn.raw();
+  Ops ops(*store_);
+  if ((flags & O_TMPFILE) == O_TMPFILE) return Status::Errno(EOPNOTSUPP);
+  const bool creat = flags & O_CREAT;
+  const bool excl = creat && (flags & O_EXCL);
+  const bool follow = !excl && !(flags & O_NOFOLLOW);
+  AMINO_ASSIGN_OR_RETURN(Resolved r, ops.Resolve(t, c, path, follow));
+  OpenResult out;
+  if (!r.node) {
+    if (!creat) return Status::Errno(ENOENT);
+    if (r.trailing_slash) return Status::Errno(EISDIR);
+    AMINO_ASSIGN_OR_RETURN(Node parent, CreationParent(ops, t, c, r, false));
+    AMINO_ASSIGN_OR_RETURN(Node n, ops.CreateNode(t, c, r.path(), S_IFREG | (mode & 07777), 0,
+                                                  parent.attr));
+    r.node = std::move(n);
+    out.created = true;
+  } else {
+    Node& n = *r.node;
+    if (excl) return Status::Errno(EEXIST);
+    if (creat && n.is_dir()) return Status::Errno(EISDIR);
+    if ((flags & O_DIRECTORY) && !n.is_dir()) return Status::Errno(ENOTDIR);
+    if (n.is_link()) return Status::Errno(ELOOP);
+    int acc = flags & O_ACCMODE;
+    int mask = acc == O_RDONLY ? 4 : acc == O_WRONLY ? 2 : 6;
+    if (flags & O_TRUNC) mask |= 2;
+    if (n.is_dir() && (mask & 2)) return Status::Errno(EISDIR);
+    if (!Permitted(n.attr, c, mask)) return Status::Errno(EACCES);
+    if (S_ISSOCK(n.attr.mode)) return Status::Errno(ENXIO);
+    if ((flags & O_TRUNC) && S_ISREG(n.attr.mode)) {
+      AMINO_RETURN_IF_ERROR(ops.SetSize(t, n, 0, Now()));
+    }
+  }
+  Node& n = *r.node;
+  if (n.where == Node::Where::kPlmd) {
+    AMINO_ASSIGN_OR_RETURN(n.iv, ops.GetInode(t, n.id));
+  }
+  n.iv.open_count++;
+  AMINO_RETURN_IF_ERROR(ops.PutInode(t, n.id, n.iv));
+  out.id = n.id;
+  out.stat = Stat{n.id, n.attr};
+  return out;
+}
+
+Status FileSystem::Close(Transaction& txn, FileId id) {
+  DB_TXN* t = txn.raw();
+  Ops ops(*store_);
+  AMINO_ASSIGN_OR_RETURN(std::optional<std::string> raw,
+                         store_->Get(store_->data(), t, IdKey(id)));
+  if (!raw) return Status::Errno(EBADF);
+  InodeValue iv;
+  if (!DecodeInodeValue(*raw, &iv)) return Status::Storage(EUCLEAN, "damaged inode");
+  if (iv.open_count == 0) return Status::Errno(EBADF);
+  iv.open_count--;
+  if (iv.open_count == 0 && iv.link_count == 0) return ops.FreeFile(t, id);
+  return ops.PutInode(t, id, iv);
+}
+
+Result<std::vector<DirEntry>> FileSystem::ReadDir(Transaction& txn, FileId dir,
+                                                  std::string_view after, size_t max) {
+  DB_TXN* t = txn.raw();
+  Ops ops(*store_);
+  AMINO_ASSIGN_OR_RETURN(Node d, ops.NodeById(t, dir));
+  if (!d.is_dir()) return Status::Errno(ENOTDIR);
+  std::vector<DirEntry> out;
+  if (d.where == Node::Where::kOrphan) return out;  // removed while open: empty
+  std::string prefix = DirEntriesPrefix(d.path);
+  Cursor cur(store_->path(), t);
+  AMINO_RETURN_IF_ERROR(cur.status());
+  std::string start = prefix;
+  if (!after.empty()) {
+    start.append(after);
+    start.push_back('\0');  // the first name after `after`
+  }
+  AMINO_ASSIGN_OR_RETURN(bool more, cur.SeekRange(start));
+  while (more && out.size() < max && cur.key().substr(0, prefix.size()) == prefix) {
+    PathValue pv;
+    if (!DecodePathValue(cur.value(), &pv)) return Status::Storage(EUCLEAN, "damaged path");
+    out.push_back(DirEntry{std::string(cur.key().substr(prefix.size())), pv.id, DirentType(pv.mode)});
+    AMINO_ASSIGN_OR_RETURN(more, cur.Next());
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> FileSystem::Names(Transaction& txn, FileId id) {
+  Cursor cur(store_->names(), txn.raw());
+  AMINO_RETURN_IF_ERROR(cur.status());
+  std::vector<std::string> out;
+  std::string key = IdKey(id);
+  AMINO_ASSIGN_OR_RETURN(bool more, cur.SeekRange(key));
+  while (more && cur.key() == key) {
+    out.emplace_back(cur.value());
+    AMINO_ASSIGN_OR_RETURN(more, cur.NextDup());
+  }
+  return out;
+}
+
+}  // namespace amino::schema

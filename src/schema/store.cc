@@ -1,0 +1,312 @@
+#include "schema/store.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+
+#include "schema/records.h"
+
+namespace amino::schema {
+namespace {
+
+// Berkeley DB reports details through a callback; keep the last one per thread so a Status can
+// carry it.
+thread_local std::string last_db_message;
+
+void CaptureMessage(const DB_ENV*, const char*, const char* msg) { last_db_message = msg; }
+
+Status Fail(int ret, const std::string& what) {
+  std::string msg = what + ": " + db_strerror(ret);
+  if (!last_db_message.empty()) msg += " (" + last_db_message + ")";
+  last_db_message.clear();
+  if (ret == DB_LOCK_DEADLOCK || ret == DB_LOCK_NOTGRANTED) return Status::Conflict(msg);
+  return Status::Storage(ret > 0 ? ret : EIO, msg);
+}
+
+DBT Dbt(std::string_view s) {
+  DBT d;
+  std::memset(&d, 0, sizeof d);
+  d.data = const_cast<char*>(s.data());
+  d.size = static_cast<u_int32_t>(s.size());
+  return d;
+}
+
+DBT MallocDbt() {
+  DBT d;
+  std::memset(&d, 0, sizeof d);
+  d.flags = DB_DBT_MALLOC;
+  return d;
+}
+
+std::string TakeDbt(DBT& d) {
+  std::string s(static_cast<const char*>(d.data), d.size);
+  free(d.data);
+  d.data = nullptr;
+  return s;
+}
+
+// One OFD lock on the first byte of DBDIR/amino.lock tells whether other processes use the
+// file system: each user holds it shared; an opener that can take it exclusively is alone and
+// may run recovery and clean up after dead users before converting to shared (atomically).
+Result<int> LockUsers(const std::string& dir, bool* sole) {
+  std::string path = dir + "/amino.lock";
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::Storage(errno, path + ": " + std::strerror(errno));
+  struct flock fl {};
+  fl.l_whence = SEEK_SET;
+  fl.l_start = 0;
+  fl.l_len = 1;
+  fl.l_type = F_WRLCK;
+  if (fcntl(fd, F_OFD_SETLK, &fl) == 0) {
+    *sole = true;
+    return fd;
+  }
+  if (errno != EAGAIN && errno != EACCES) {
+    int err = errno;
+    close(fd);
+    return Status::Storage(err, path + ": lock: " + std::strerror(err));
+  }
+  *sole = false;
+  fl.l_type = F_RDLCK;
+  while (fcntl(fd, F_OFD_SETLKW, &fl) != 0) {
+    if (errno == EINTR) continue;
+    int err = errno;
+    close(fd);
+    return Status::Storage(err, path + ": lock: " + std::strerror(err));
+  }
+  return fd;
+}
+
+Status CreateEnv(DB_ENV** out, size_t cache) {
+  int ret = db_env_create(out, 0);
+  if (ret != 0) return Fail(ret, "db_env_create");
+  DB_ENV* env = *out;
+  env->set_errcall(env, CaptureMessage);
+  env->set_cachesize(env, static_cast<u_int32_t>(cache >> 30),
+                     static_cast<u_int32_t>(cache & ((1u << 30) - 1)), 1);
+  env->set_lk_detect(env, DB_LOCK_DEFAULT);
+  // Renaming a big directory or importing a tree is one transaction: allow many locks.
+  env->set_lk_max_locks(env, 200000);
+  env->set_lk_max_objects(env, 200000);
+  env->set_lk_max_lockers(env, 20000);
+  env->set_lg_bsize(env, 4 << 20);
+  env->set_lg_max(env, 16 << 20);
+  env->set_lg_regionmax(env, 1 << 20);
+  env->log_set_config(env, DB_LOG_AUTO_REMOVE, 1);
+  env->set_tx_max(env, 1000);
+  return Status::Ok();
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, const Options& options) {
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0) return Status::Storage(errno, dir + ": " + std::strerror(errno));
+  if (!S_ISDIR(st.st_mode)) return Status::Storage(ENOTDIR, dir + ": not a directory");
+  if (!options.create) {
+    for (const char* f : {"path.db", "data.db", "orphan.db", "names.db", "xattr.db"}) {
+      if (!Exists(dir + "/" + f)) {
+        return Status::Storage(ENOENT, dir + ": not an Amino file system (no " + f + ")");
+      }
+    }
+  }
+
+  std::unique_ptr<Store> s(new Store());
+  s->dir_ = dir;
+  bool sole = false;
+  AMINO_ASSIGN_OR_RETURN(s->users_lock_fd_, LockUsers(dir, &sole));
+  if (options.force_recovery && !sole) {
+    return Status::Storage(EBUSY, dir + ": in use by another process; recovery needs it alone");
+  }
+  s->sole_user_ = sole;
+
+  // DB_REGISTER with DB_RECOVER recovers exactly when a registered process died. A forced
+  // recovery (amino recover, alone) first runs it unconditionally, then opens as usual.
+  u_int32_t flags = DB_CREATE | DB_INIT_TXN | DB_INIT_LOCK | DB_INIT_LOG | DB_INIT_MPOOL |
+                    DB_THREAD | DB_REGISTER | DB_RECOVER;
+  if (options.force_recovery) {
+    DB_ENV* env = nullptr;
+    AMINO_RETURN_IF_ERROR(CreateEnv(&env, options.cache_bytes));
+    int ret = env->open(env, dir.c_str(), flags & ~DB_REGISTER, 0644);
+    env->close(env, 0);
+    if (ret != 0) return Fail(ret, dir + ": recovery");
+  }
+  AMINO_RETURN_IF_ERROR(CreateEnv(&s->env_, options.cache_bytes));
+  DB_ENV* env = s->env_;
+  int ret = env->open(env, dir.c_str(), flags, 0644);
+  if (ret != 0) return Fail(ret, dir + ": open environment");
+
+  struct Spec {
+    DB** handle;
+    const char* file;
+    u_int32_t pagesize;
+    bool dupsort;
+  };
+  const Spec specs[] = {
+      {&s->path_, "path.db", 0, false},        {&s->data_, "data.db", kDataPageSize, false},
+      {&s->orphan_, "orphan.db", 0, false},    {&s->names_, "names.db", 0, true},
+      {&s->xattr_, "xattr.db", 0, false},
+  };
+  for (const Spec& spec : specs) {
+    ret = db_create(spec.handle, env, 0);
+    if (ret != 0) return Fail(ret, "db_create");
+    DB* db = *spec.handle;
+    if (spec.pagesize) db->set_pagesize(db, spec.pagesize);
+    if (spec.dupsort) db->set_flags(db, DB_DUPSORT);
+    u_int32_t oflags = DB_THREAD | DB_AUTO_COMMIT | (options.create ? DB_CREATE | DB_EXCL : 0);
+    ret = db->open(db, nullptr, spec.file, nullptr, DB_BTREE, oflags, 0644);
+    if (ret != 0) return Fail(ret, dir + "/" + spec.file);
+  }
+  if (!options.create) {
+    auto sb = s->Get(s->data_, nullptr, IdKey(kSuperblockId));
+    if (!sb.ok()) return sb.status();
+    Superblock super;
+    if (!sb.value() || !DecodeSuperblock(*sb.value(), &super)) {
+      return Status::Storage(EINVAL, dir + ": not an Amino file system (bad superblock)");
+    }
+  }
+  return s;
+}
+
+Store::~Store() {
+  if (env_) {
+    if (data_) (void)Checkpoint();
+    for (DB* db : {path_, data_, orphan_, names_, xattr_}) {
+      if (db) db->close(db, 0);
+    }
+    env_->close(env_, 0);
+  }
+  if (users_lock_fd_ >= 0) close(users_lock_fd_);
+}
+
+Result<std::optional<std::string>> Store::Get(DB* db, DB_TXN* txn, std::string_view key,
+                                              uint32_t flags) {
+  DBT k = Dbt(key);
+  DBT v = MallocDbt();
+  int ret = db->get(db, txn, &k, &v, flags);
+  if (ret == DB_NOTFOUND || ret == DB_KEYEMPTY) return std::optional<std::string>();
+  if (ret != 0) return Fail(ret, "get");
+  return std::optional<std::string>(TakeDbt(v));
+}
+
+Status Store::Put(DB* db, DB_TXN* txn, std::string_view key, std::string_view value,
+                  uint32_t flags) {
+  DBT k = Dbt(key);
+  DBT v = Dbt(value);
+  int ret = db->put(db, txn, &k, &v, flags);
+  if (ret == DB_KEYEXIST) return Status::Errno(EEXIST);
+  return ret == 0 ? Status::Ok() : Fail(ret, "put");
+}
+
+Status Store::Del(DB* db, DB_TXN* txn, std::string_view key) {
+  DBT k = Dbt(key);
+  int ret = db->del(db, txn, &k, 0);
+  if (ret == DB_NOTFOUND) return Status::Ok();
+  return ret == 0 ? Status::Ok() : Fail(ret, "del");
+}
+
+Status Store::DelDup(DB* db, DB_TXN* txn, std::string_view key, std::string_view value) {
+  Cursor c(db, txn);
+  AMINO_RETURN_IF_ERROR(c.status());
+  AMINO_ASSIGN_OR_RETURN(bool found, c.SeekBoth(key, value));
+  if (!found) return Status::Ok();
+  return c.Delete();
+}
+
+Status Store::ShareWithOthers() {
+  struct flock fl {};
+  fl.l_whence = SEEK_SET;
+  fl.l_start = 0;
+  fl.l_len = 1;
+  fl.l_type = F_RDLCK;  // converting an OFD lock is atomic: no opener can slip in between
+  if (fcntl(users_lock_fd_, F_OFD_SETLK, &fl) != 0) {
+    return Status::Storage(errno, dir_ + "/amino.lock: " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+Status Store::Checkpoint() {
+  int ret = env_->txn_checkpoint(env_, 0, 0, 0);
+  if (ret != 0) return Fail(ret, "checkpoint");
+  char** list = nullptr;
+  ret = env_->log_archive(env_, &list, DB_ARCH_REMOVE);
+  if (list) free(list);
+  return ret == 0 ? Status::Ok() : Fail(ret, "log_archive");
+}
+
+void Store::NoteTopLevelCommit() {
+  // A checkpoint only when 8 MiB of log accumulated; asked every 256 commits to keep it cheap.
+  if (commits_since_checkpoint_.fetch_add(1, std::memory_order_relaxed) % 256 == 255) {
+    env_->txn_checkpoint(env_, 8 * 1024, 0, 0);
+  }
+}
+
+Cursor::Cursor(DB* db, DB_TXN* txn, uint32_t flags) {
+  std::memset(&k_, 0, sizeof k_);
+  std::memset(&v_, 0, sizeof v_);
+  k_.flags = DB_DBT_REALLOC;
+  v_.flags = DB_DBT_REALLOC;
+  int ret = db->cursor(db, txn, &dbc_, flags);
+  if (ret != 0) {
+    dbc_ = nullptr;
+    open_status_ = Fail(ret, "cursor");
+  }
+}
+
+Cursor::~Cursor() {
+  if (dbc_) dbc_->close(dbc_);
+  free(k_.data);
+  free(v_.data);
+}
+
+// Copies `s` into a DB_DBT_REALLOC buffer the cursor owns.
+static void Load(DBT* d, std::string_view s) {
+  if (d->ulen < s.size() || !d->data) {
+    d->data = realloc(d->data, s.size() ? s.size() : 1);
+    d->ulen = static_cast<u_int32_t>(s.size());
+  }
+  if (!s.empty()) std::memcpy(d->data, s.data(), s.size());
+  d->size = static_cast<u_int32_t>(s.size());
+}
+
+Result<bool> Cursor::Get(uint32_t op) {
+  if (!dbc_) return open_status_;
+  if (op == DB_SET_RANGE || op == DB_GET_BOTH) Load(&k_, key_);
+  if (op == DB_GET_BOTH) Load(&v_, value_);
+  int ret = dbc_->get(dbc_, &k_, &v_, op);
+  if (ret == DB_NOTFOUND || ret == DB_KEYEMPTY) return false;
+  if (ret != 0) return Fail(ret, "cursor get");
+  key_.assign(static_cast<const char*>(k_.data), k_.size);
+  value_.assign(static_cast<const char*>(v_.data), v_.size);
+  return true;
+}
+
+Result<bool> Cursor::SeekRange(std::string_view key) {
+  key_.assign(key);
+  return Get(DB_SET_RANGE);
+}
+
+Result<bool> Cursor::SeekBoth(std::string_view key, std::string_view value) {
+  key_.assign(key);
+  value_.assign(value);
+  return Get(DB_GET_BOTH);
+}
+
+Result<bool> Cursor::First() { return Get(DB_FIRST); }
+Result<bool> Cursor::Next() { return Get(DB_NEXT); }
+Result<bool> Cursor::NextDup() { return Get(DB_NEXT_DUP); }
+
+Status Cursor::Delete() {
+  int ret = dbc_->del(dbc_, 0);
+  return ret == 0 ? Status::Ok() : Fail(ret, "cursor del");
+}
+
+}  // namespace amino::schema

@@ -1,0 +1,166 @@
+// Extended attributes: one Xattr record per (file, name). Namespaces user., trusted. and
+// security. as Linux checks them; system. (POSIX ACLs) is not supported: EOPNOTSUPP.
+#include <sys/xattr.h>
+
+#include "schema/fs_internal.h"
+
+namespace amino::schema {
+
+using internal::IsOwnerOrPrivileged;
+using internal::Node;
+using internal::Now;
+using internal::Ops;
+using internal::Permitted;
+
+namespace {
+
+enum class Space { kUser, kTrusted, kSecurity };
+
+Result<Space> Namespace(std::string_view name) {
+  if (name.empty() || name.size() > kXattrNameMax) return Status::Errno(ERANGE);
+  struct Prefix {
+    std::string_view text;
+    Space space;
+  };
+  static constexpr Prefix kPrefixes[] = {
+      {"user.", Space::kUser}, {"trusted.", Space::kTrusted}, {"security.", Space::kSecurity}};
+  for (const Prefix& p : kPrefixes) {
+    if (name.substr(0, p.text.size()) == p.text) {
+      if (name.size() == p.text.size()) return Status::Errno(EINVAL);
+      return p.space;
+    }
+  }
+  return Status::Errno(EOPNOTSUPP);
+}
+
+// xattr_permission(): `write` for set/remove, read otherwise.
+Status CheckAccess(const Node& n, const Cred& c, Space space, bool write) {
+  switch (space) {
+    case Space::kTrusted:
+      if (!c.privileged()) return Status::Errno(write ? EPERM : ENODATA);
+      return Status::Ok();
+    case Space::kSecurity:
+      if (write && !c.privileged()) return Status::Errno(EPERM);
+      return Status::Ok();
+    case Space::kUser:
+      if (!S_ISREG(n.attr.mode) && !S_ISDIR(n.attr.mode)) {
+        return Status::Errno(write ? EPERM : ENODATA);
+      }
+      if (write && S_ISDIR(n.attr.mode) && (n.attr.mode & S_ISVTX) &&
+          !IsOwnerOrPrivileged(n.attr, c)) {
+        return Status::Errno(EPERM);
+      }
+      return Permitted(n.attr, c, write ? 2 : 4) ? Status::Ok() : Status::Errno(EACCES);
+  }
+  return Status::Ok();
+}
+
+Result<std::string> Get(Store& s, DB_TXN* t, const Cred& c, const Node& n, std::string_view name) {
+  AMINO_ASSIGN_OR_RETURN(Space space, Namespace(name));
+  AMINO_RETURN_IF_ERROR(CheckAccess(n, c, space, false));
+  AMINO_ASSIGN_OR_RETURN(std::optional<std::string> v, s.Get(s.xattr(), t, XattrKey(n.id, name)));
+  if (!v) return Status::Errno(ENODATA);
+  return std::move(*v);
+}
+
+Status Set(Store& s, Ops& ops, DB_TXN* t, const Cred& c, Node& n, std::string_view name,
+           std::string_view value, int flags) {
+  if (flags & ~(XATTR_CREATE | XATTR_REPLACE)) return Status::Errno(EINVAL);
+  AMINO_ASSIGN_OR_RETURN(Space space, Namespace(name));
+  if (value.size() > kXattrValueMax) return Status::Errno(E2BIG);
+  AMINO_RETURN_IF_ERROR(CheckAccess(n, c, space, true));
+  const std::string key = XattrKey(n.id, name);
+  AMINO_ASSIGN_OR_RETURN(std::optional<std::string> old, s.Get(s.xattr(), t, key));
+  if (old && (flags & XATTR_CREATE)) return Status::Errno(EEXIST);
+  if (!old && (flags & XATTR_REPLACE)) return Status::Errno(ENODATA);
+  AMINO_RETURN_IF_ERROR(s.Put(s.xattr(), t, key, value));
+  n.attr.ctime = Now();
+  return ops.SaveAttr(t, n);
+}
+
+Result<std::vector<std::string>> List(Store& s, DB_TXN* t, const Cred& c, const Node& n) {
+  std::vector<std::string> out;
+  Cursor cur(s.xattr(), t);
+  AMINO_RETURN_IF_ERROR(cur.status());
+  const std::string prefix = IdKey(n.id);
+  AMINO_ASSIGN_OR_RETURN(bool more, cur.SeekRange(prefix));
+  while (more && cur.key().substr(0, prefix.size()) == prefix) {
+    std::string name(cur.key().substr(prefix.size()));
+    // Unprivileged callers do not see trusted.* at all.
+    if (c.privileged() || name.rfind("trusted.", 0) != 0) out.push_back(std::move(name));
+    AMINO_ASSIGN_OR_RETURN(more, cur.Next());
+  }
+  return out;
+}
+
+Status Remove(Store& s, Ops& ops, DB_TXN* t, const Cred& c, Node& n, std::string_view name) {
+  AMINO_ASSIGN_OR_RETURN(Space space, Namespace(name));
+  AMINO_RETURN_IF_ERROR(CheckAccess(n, c, space, true));
+  const std::string key = XattrKey(n.id, name);
+  AMINO_ASSIGN_OR_RETURN(std::optional<std::string> old, s.Get(s.xattr(), t, key));
+  if (!old) return Status::Errno(ENODATA);
+  AMINO_RETURN_IF_ERROR(s.Del(s.xattr(), t, key));
+  n.attr.ctime = Now();
+  return ops.SaveAttr(t, n);
+}
+
+}  // namespace
+
+Result<std::string> FileSystem::GetXattr(Transaction& txn, const Cred& c, std::string_view path,
+                                         std::string_view name, bool follow) {
+  Ops ops(*store_);
+  AMINO_ASSIGN_OR_RETURN(Node n, ops.ResolveExisting(txn.raw(), c, path, follow));
+  return Get(*store_, txn.raw(), c, n, name);
+}
+
+Status FileSystem::SetXattr(Transaction& txn, const Cred& c, std::string_view path,
+                            std::string_view name, std::string_view value, int flags,
+                            bool follow) {
+  Ops ops(*store_);
+  AMINO_ASSIGN_OR_RETURN(Node n, ops.ResolveExisting(txn.raw(), c, path, follow));
+  return Set(*store_, ops, txn.raw(), c, n, name, value, flags);
+}
+
+Result<std::vector<std::string>> FileSystem::ListXattr(Transaction& txn, const Cred& c,
+                                                       std::string_view path, bool follow) {
+  Ops ops(*store_);
+  AMINO_ASSIGN_OR_RETURN(Node n, ops.ResolveExisting(txn.raw(), c, path, follow));
+  return List(*store_, txn.raw(), c, n);
+}
+
+Status FileSystem::RemoveXattr(Transaction& txn, const Cred& c, std::string_view path,
+                               std::string_view name, bool follow) {
+  Ops ops(*store_);
+  AMINO_ASSIGN_OR_RETURN(Node n, ops.ResolveExisting(txn.raw(), c, path, follow));
+  return Remove(*store_, ops, txn.raw(), c, n, name);
+}
+
+Result<std::string> FileSystem::FGetXattr(Transaction& txn, const Cred& c, FileId id,
+                                          std::string_view name) {
+  Ops ops(*store_);
+  AMINO_ASSIGN_OR_RETURN(Node n, ops.NodeById(txn.raw(), id));
+  return Get(*store_, txn.raw(), c, n, name);
+}
+
+Status FileSystem::FSetXattr(Transaction& txn, const Cred& c, FileId id, std::string_view name,
+                             std::string_view value, int flags) {
+  Ops ops(*store_);
+  AMINO_ASSIGN_OR_RETURN(Node n, ops.NodeById(txn.raw(), id));
+  return Set(*store_, ops, txn.raw(), c, n, name, value, flags);
+}
+
+Result<std::vector<std::string>> FileSystem::FListXattr(Transaction& txn, const Cred& c,
+                                                        FileId id) {
+  Ops ops(*store_);
+  AMINO_ASSIGN_OR_RETURN(Node n, ops.NodeById(txn.raw(), id));
+  return List(*store_, txn.raw(), c, n);
+}
+
+Status FileSystem::FRemoveXattr(Transaction& txn, const Cred& c, FileId id,
+                                std::string_view name) {
+  Ops ops(*store_);
+  AMINO_ASSIGN_OR_RETURN(Node n, ops.NodeById(txn.raw(), id));
+  return Remove(*store_, ops, txn.raw(), c, n, name);
+}
+
+}  // namespace amino::schema
