@@ -1,0 +1,73 @@
+// Threads and processes of the traced tree. A Thread is a kernel task (tid); a Process is a
+// thread group (tgid). Descriptor tables and file-system contexts (cwd, umask) are separate
+// objects shared exactly as clone() shares them (CLONE_FILES, CLONE_FS).
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+namespace amino::monitor {
+
+// An open file description the monitor services (a shadow descriptor's target).
+struct OpenFile {
+  virtual ~OpenFile() = default;
+};
+
+struct FdTable {
+  std::map<int, std::shared_ptr<OpenFile>> files;
+};
+
+struct FsContext {
+  std::string cwd;  // virtual cwd inside an Amino mount; empty when the kernel's cwd applies
+  mode_t umask = 022;
+};
+
+struct Process {
+  pid_t tgid = 0;
+  pid_t parent_tgid = 0;
+  std::shared_ptr<FdTable> fds;
+  std::shared_ptr<FsContext> fs;
+  int mem_fd = -1;  // /proc/TGID/mem, opened on first use; reopened after exec
+  ~Process();
+};
+
+struct Thread {
+  enum class State {
+    kRunning,        // resumed by the monitor
+    kAwaitingStart,  // created by a clone event; its first stop has not arrived
+    kEarlyStop,      // first stop arrived before the parent's clone event: held
+  };
+  pid_t tid = 0;
+  std::shared_ptr<Process> proc;
+  State state = State::kRunning;
+  bool want_exit_stop = false;  // resume with PTRACE_SYSCALL to see this call's exit
+  bool in_syscall = false;      // ptrace backend: between entry and exit stops
+  long pending_nr = -1;         // the call whose exit is awaited
+  unsigned long long pending_args[6] = {};
+};
+
+class ProcessTable {
+ public:
+  Thread* Find(pid_t tid);
+  // The first process of the tree.
+  Thread& AddRoot(pid_t pid);
+  // A task created by `parent` with clone `flags` (CLONE_THREAD, CLONE_FILES, CLONE_FS).
+  Thread& AddChild(Thread& parent, pid_t tid, unsigned long flags);
+  // A task whose first stop came before its parent's clone event.
+  Thread& AddEarly(pid_t tid);
+  // After exec by `tid`, which was `former_tid` before (a non-leader exec takes the leader's
+  // tid): the other threads of the group are gone.
+  Thread& OnExec(pid_t tid, pid_t former_tid);
+  void Remove(pid_t tid);
+  bool empty() const { return threads_.empty(); }
+  size_t size() const { return threads_.size(); }
+
+ private:
+  std::unordered_map<pid_t, std::unique_ptr<Thread>> threads_;
+};
+
+}  // namespace amino::monitor

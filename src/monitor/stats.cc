@@ -1,0 +1,31 @@
+#include "monitor/stats.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "monitor/syscall_table.h"
+
+namespace amino::monitor {
+
+void Stats::Print(FILE* out, const char* backend, uint64_t wall_ns) const {
+  static const char* kNames[] = {"seccomp", "syscall-entry", "syscall-exit",
+                                 "signal",  "event",         "group-stop"};
+  uint64_t total = 0;
+  for (uint64_t k : kinds_) total += k;
+  std::fprintf(out, "amino: backend %s, %llu stops, %.3f ms in the monitor of %.3f ms\n", backend,
+               static_cast<unsigned long long>(total), monitor_ns_ / 1e6, wall_ns / 1e6);
+  std::fprintf(out, "%-16s %10s\n", "stop kind", "stops");
+  for (int i = 0; i < static_cast<int>(StopKind::kCount); ++i) {
+    std::fprintf(out, "%-16s %10llu\n", kNames[i], static_cast<unsigned long long>(kinds_[i]));
+  }
+  std::vector<std::pair<long, uint64_t>> calls(calls_.begin(), calls_.end());
+  std::sort(calls.begin(), calls.end(), [](auto& a, auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
+  std::fprintf(out, "%-20s %10s\n", "system call", "stops");
+  for (auto& [nr, n] : calls) {
+    std::fprintf(out, "%-20s %10llu\n", SyscallName(nr), static_cast<unsigned long long>(n));
+  }
+}
+
+}  // namespace amino::monitor

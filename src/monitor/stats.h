@@ -1,0 +1,26 @@
+// What --stats reports at exit: stops by kind and by system call, and the time spent in the
+// monitor (from a stop's report to the tracee's resumption).
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <map>
+
+namespace amino::monitor {
+
+enum class StopKind { kSeccomp, kSyscallEntry, kSyscallExit, kSignal, kEvent, kGroupStop, kCount };
+
+class Stats {
+ public:
+  void Count(StopKind k) { kinds_[static_cast<int>(k)]++; }
+  void CountCall(long nr) { calls_[nr]++; }
+  void AddMonitorNanos(uint64_t ns) { monitor_ns_ += ns; }
+  void Print(FILE* out, const char* backend, uint64_t wall_ns) const;
+
+ private:
+  uint64_t kinds_[static_cast<int>(StopKind::kCount)] = {};
+  std::map<long, uint64_t> calls_;
+  uint64_t monitor_ns_ = 0;
+};
+
+}  // namespace amino::monitor

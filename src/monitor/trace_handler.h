@@ -1,0 +1,35 @@
+// --trace: prints each trapped call strace-like ("[pid 12] openat(AT_FDCWD, "f", O_RDONLY) = 3")
+// around another handler, whose decisions it does not change (it only asks to see the exit).
+#pragma once
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "monitor/call_handler.h"
+
+namespace amino::monitor {
+
+class TraceHandler : public CallHandler {
+ public:
+  TraceHandler(std::unique_ptr<CallHandler> inner, FILE* out)
+      : inner_(std::move(inner)), out_(out) {}
+  Decision OnEntry(Thread& t, SyscallRegs& call) override;
+  void OnExit(Thread& t, SyscallRegs& call) override;
+
+ private:
+  void Print(const Thread& t, const std::string& text, long result);
+  std::unique_ptr<CallHandler> inner_;
+  FILE* out_;
+  struct Pending {
+    std::string text;
+    bool inner_wants_exit = false;
+  };
+  std::unordered_map<pid_t, Pending> pending_;
+};
+
+// The call formatted as "name(arg, ...)" with paths read from the tracee.
+std::string FormatCall(Thread& t, const SyscallRegs& call);
+
+}  // namespace amino::monitor

@@ -1,0 +1,74 @@
+#include "monitor/tracee_memory.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+namespace amino::monitor {
+namespace {
+
+int MemFd(Process& p) {
+  if (p.mem_fd < 0) {
+    std::string path = "/proc/" + std::to_string(p.tgid) + "/mem";
+    p.mem_fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  }
+  return p.mem_fd;
+}
+
+}  // namespace
+
+int ReadMemory(Process& p, uint64_t addr, void* buf, size_t len) {
+  int fd = MemFd(p);
+  if (fd < 0) return errno;
+  auto* dst = static_cast<char*>(buf);
+  while (len > 0) {
+    ssize_t n = pread(fd, dst, len, static_cast<off_t>(addr));
+    if (n <= 0) return EFAULT;  // EIO from /proc/PID/mem means an unmapped page
+    dst += n;
+    addr += static_cast<uint64_t>(n);
+    len -= static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+int WriteMemory(Process& p, uint64_t addr, const void* buf, size_t len) {
+  int fd = MemFd(p);
+  if (fd < 0) return errno;
+  const auto* src = static_cast<const char*>(buf);
+  while (len > 0) {
+    ssize_t n = pwrite(fd, src, len, static_cast<off_t>(addr));
+    if (n <= 0) return EFAULT;
+    src += n;
+    addr += static_cast<uint64_t>(n);
+    len -= static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+int ReadString(Process& p, uint64_t addr, size_t max, std::string* out) {
+  out->clear();
+  int fd = MemFd(p);
+  if (fd < 0) return errno;
+  char chunk[256];
+  while (out->size() < max) {
+    // Never read across a page boundary in one go: the next page may be unmapped while the
+    // string ends before it.
+    size_t to_page = 4096 - (addr % 4096);
+    size_t want = std::min({sizeof chunk, to_page, max - out->size()});
+    ssize_t n = pread(fd, chunk, want, static_cast<off_t>(addr));
+    if (n <= 0) return EFAULT;
+    if (const void* nul = std::memchr(chunk, '\0', static_cast<size_t>(n))) {
+      out->append(chunk, static_cast<const char*>(nul) - chunk);
+      return 0;
+    }
+    out->append(chunk, static_cast<size_t>(n));
+    addr += static_cast<uint64_t>(n);
+  }
+  return ENAMETOOLONG;
+}
+
+}  // namespace amino::monitor

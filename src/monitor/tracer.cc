@@ -1,0 +1,320 @@
+#include "monitor/tracer.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "monitor/syscall_table.h"
+#include "ptrace-ext/ptrace.h"
+#include "ptrace-ext/seccomp_filter.h"
+
+namespace amino::monitor {
+
+using ptrace_ext::Backend;
+using ptrace_ext::Ptrace;
+
+namespace {
+
+uint64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// Signals sent to `amino run` itself that belong to the command.
+volatile sig_atomic_t pending_forward = 0;
+void RecordForward(int sig) { pending_forward = sig; }
+
+bool IsStopSignal(int sig) {
+  return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
+unsigned long CloneFlags(Thread& parent, int event) {
+  if (event == PTRACE_EVENT_FORK) return SIGCHLD;
+  if (event == PTRACE_EVENT_VFORK) return CLONE_VM | CLONE_VFORK;
+  SyscallRegs call;
+  if (Ptrace(PTRACE_GETREGS, parent.tid, 0, &call.regs) != 0) return 0;
+  if (call.nr() == SYS_clone) return call.arg(0);
+  if (call.nr() == SYS_clone3) {
+    uint64_t flags = 0;
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/mem", parent.tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      if (pread(fd, &flags, sizeof flags, static_cast<off_t>(call.arg(0))) != sizeof flags) {
+        flags = 0;
+      }
+      close(fd);
+    }
+    return flags;
+  }
+  return 0;
+}
+
+}  // namespace
+
+Tracer::Tracer(TracerOptions options, CallHandler& handler)
+    : options_(std::move(options)), handler_(handler) {}
+
+bool Tracer::StartCommand() {
+  int sync[2];
+  if (pipe2(sync, O_CLOEXEC) != 0) return false;
+  pid_t pid = fork();
+  if (pid < 0) {
+    std::fprintf(stderr, "amino run: fork: %s\n", std::strerror(errno));
+    return false;
+  }
+  if (pid == 0) {
+    close(sync[1]);
+    char c;
+    while (read(sync[0], &c, 1) < 0 && errno == EINTR) {
+    }
+    close(sync[0]);
+    if (options_.backend == Backend::kSeccomp) {
+      std::string err = ptrace_ext::InstallTraceFilter(FileSyscalls());
+      if (!err.empty()) {
+        std::fprintf(stderr, "amino run: %s\n", err.c_str());
+        _exit(126);
+      }
+    }
+    std::vector<char*> argv;
+    for (const std::string& a : options_.argv) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    int err = errno;
+    std::fprintf(stderr, "amino run: %s: %s\n", argv[0], std::strerror(err));
+    _exit(err == ENOENT ? 127 : 126);
+  }
+  close(sync[0]);
+  long opts = PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
+              PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL;
+  if (options_.backend == Backend::kSeccomp) opts |= PTRACE_O_TRACESECCOMP;
+  if (Ptrace(PTRACE_SEIZE, pid, 0, opts) != 0 || Ptrace(PTRACE_INTERRUPT, pid) != 0) {
+    std::fprintf(stderr, "amino run: cannot trace: %s\n", std::strerror(errno));
+    kill(pid, SIGKILL);
+    close(sync[1]);
+    return false;
+  }
+  root_ = pid;
+  table_.AddRoot(pid);
+  close(sync[1]);  // the child may go on: it is traced
+  return true;
+}
+
+int Tracer::Run() {
+  const uint64_t start = NowNs();
+  if (!StartCommand()) return 126;
+  // Keyboard signals reach the command through the terminal; the monitor outlives them to report
+  // how the command ended. Termination requests are passed on to the command.
+  signal(SIGINT, SIG_IGN);
+  signal(SIGQUIT, SIG_IGN);
+  signal(SIGTSTP, SIG_IGN);
+  signal(SIGTTIN, SIG_IGN);
+  signal(SIGTTOU, SIG_IGN);
+  struct sigaction sa {};
+  sa.sa_handler = RecordForward;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: waitpid returns EINTR
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
+
+  for (;;) {
+    ForwardPendingSignals();
+    int status;
+    pid_t tid = waitpid(-1, &status, __WALL);
+    if (tid < 0) {
+      if (errno == EINTR) continue;
+      if (errno == ECHILD) break;
+      std::fprintf(stderr, "amino run: waitpid: %s\n", std::strerror(errno));
+      break;
+    }
+    const uint64_t t0 = NowNs();
+    if (WIFEXITED(status) || WIFSIGNALED(status)) {
+      HandleExit(tid, status);
+    } else if (WIFSTOPPED(status)) {
+      HandleStop(tid, status);
+    }
+    stats_.AddMonitorNanos(NowNs() - t0);
+  }
+  if (options_.stats) {
+    stats_.Print(options_.stats_out, ptrace_ext::BackendName(options_.backend), NowNs() - start);
+  }
+  if (root_status_ < 0) return 126;
+  if (WIFSIGNALED(root_status_)) return 128 + WTERMSIG(root_status_);
+  return WEXITSTATUS(root_status_);
+}
+
+void Tracer::ForwardPendingSignals() {
+  int sig = pending_forward;
+  if (sig && root_ > 0) {
+    pending_forward = 0;
+    kill(root_, sig);
+  }
+}
+
+void Tracer::HandleExit(pid_t tid, int status) {
+  if (tid == root_) root_status_ = status;
+  table_.Remove(tid);
+}
+
+void Tracer::HandleStop(pid_t tid, int status) {
+  const int sig = WSTOPSIG(status);
+  const int event = status >> 16;
+  Thread* t = table_.Find(tid);
+  if (!t) {
+    // A new task's first stop can come before its parent's clone event: hold it until then.
+    table_.AddEarly(tid);
+    return;
+  }
+  if (t->state == Thread::State::kEarlyStop && !t->proc) return;  // still held
+
+  if (sig == (SIGTRAP | 0x80)) {
+    OnSyscallStop(*t, false);
+    return;
+  }
+  switch (event) {
+    case PTRACE_EVENT_SECCOMP:
+      OnSyscallStop(*t, true);
+      return;
+    case PTRACE_EVENT_FORK:
+    case PTRACE_EVENT_VFORK:
+    case PTRACE_EVENT_CLONE:
+      stats_.Count(StopKind::kEvent);
+      OnNewTask(*t, event);
+      return;
+    case PTRACE_EVENT_EXEC:
+      stats_.Count(StopKind::kEvent);
+      OnExec(tid);
+      return;
+    case PTRACE_EVENT_STOP:
+      if (IsStopSignal(sig) && t->state == Thread::State::kRunning) {
+        stats_.Count(StopKind::kGroupStop);
+        OnGroupStop(*t, sig);
+      } else {
+        // A task's first stop, or a wake-up from group-stop: nothing to deliver.
+        stats_.Count(StopKind::kEvent);
+        t->state = Thread::State::kRunning;
+        Resume(*t);
+      }
+      return;
+    case 0:
+      stats_.Count(StopKind::kSignal);
+      Resume(*t, sig);  // signal-delivery-stop: deliver it
+      return;
+    default:
+      stats_.Count(StopKind::kEvent);
+      Resume(*t);
+      return;
+  }
+}
+
+void Tracer::OnSyscallStop(Thread& t, bool seccomp) {
+  SyscallRegs call;
+  if (Ptrace(PTRACE_GETREGS, t.tid, 0, &call.regs) != 0) return;  // killed meanwhile
+  bool entry;
+  if (seccomp) {
+    stats_.Count(StopKind::kSeccomp);
+    entry = true;
+  } else if (options_.backend == Backend::kSeccomp) {
+    // Under the filter, syscall stops are only requested to see a call's exit.
+    entry = false;
+    stats_.Count(StopKind::kSyscallExit);
+  } else {
+    // The ptrace backend stops at every entry and exit, alternately.
+    entry = !t.in_syscall;
+    t.in_syscall = entry;
+    stats_.Count(entry ? StopKind::kSyscallEntry : StopKind::kSyscallExit);
+  }
+  if (entry) {
+    const SyscallInfo* info = FindSyscall(call.nr());
+    if (!seccomp && (!info || !info->file)) {
+      // The ptrace backend stops on every call; only file calls go to the handler.
+      stats_.CountCall(call.nr());
+      Resume(t);
+      return;
+    }
+    stats_.CountCall(call.nr());
+    Decision d = handler_.OnEntry(t, call);
+    switch (d.kind) {
+      case Decision::Kind::kPass:
+        t.want_exit_stop = false;
+        break;
+      case Decision::Kind::kObserveExit:
+        t.want_exit_stop = true;
+        t.pending_nr = call.nr();
+        Ptrace(PTRACE_SETREGS, t.tid, 0, &call.regs);
+        break;
+      case Decision::Kind::kEmulate:
+        call.Skip(d.result);
+        Ptrace(PTRACE_SETREGS, t.tid, 0, &call.regs);
+        if (!seccomp) {
+          // The kernel overwrites rax with -ENOSYS for the skipped call: set it at the exit stop.
+          t.want_exit_stop = true;
+          t.pending_nr = -1;
+          t.pending_args[0] = static_cast<unsigned long long>(d.result);
+        } else {
+          t.want_exit_stop = false;
+        }
+        break;
+    }
+    Resume(t);
+    return;
+  }
+  // Exit stop.
+  if (t.want_exit_stop) {
+    t.want_exit_stop = false;
+    if (t.pending_nr == -1) {
+      call.regs.rax = t.pending_args[0];
+      Ptrace(PTRACE_SETREGS, t.tid, 0, &call.regs);
+    } else {
+      call.regs.orig_rax = static_cast<unsigned long long>(t.pending_nr);
+      handler_.OnExit(t, call);
+    }
+  }
+  Resume(t);
+}
+
+void Tracer::OnNewTask(Thread& parent, int event) {
+  unsigned long child_tid = 0;
+  Ptrace(PTRACE_GETEVENTMSG, parent.tid, 0, &child_tid);
+  const pid_t tid = static_cast<pid_t>(child_tid);
+  Thread& child = table_.AddChild(parent, tid, CloneFlags(parent, event));
+  if (child.state == Thread::State::kEarlyStop) {
+    child.state = Thread::State::kRunning;
+    Resume(child);
+  }
+  Resume(parent);
+}
+
+void Tracer::OnExec(pid_t tid) {
+  unsigned long former = static_cast<unsigned long>(tid);
+  Ptrace(PTRACE_GETEVENTMSG, tid, 0, &former);
+  Thread& t = table_.OnExec(tid, static_cast<pid_t>(former));
+  t.in_syscall = options_.backend == Backend::kPtrace;  // the exec's exit stop follows
+  Resume(t);
+}
+
+void Tracer::OnGroupStop(Thread& t, int sig) {
+  // The task stays stopped until SIGCONT; LISTEN lets the monitor see that without resuming it.
+  Ptrace(PTRACE_LISTEN, t.tid);
+  if (t.proc && t.proc->tgid == root_ && sig != SIGSTOP) {
+    // A stop from the terminal (Ctrl-Z): stop `amino run` too, so the shell sees its job
+    // stopped; the shell's SIGCONT wakes the monitor and the command alike.
+    signal(sig, SIG_DFL);
+    raise(sig);
+    signal(sig, SIG_IGN);
+  }
+}
+
+void Tracer::Resume(Thread& t, int sig) {
+  const bool syscall_stops = options_.backend == Backend::kPtrace || t.want_exit_stop;
+  Ptrace(syscall_stops ? PTRACE_SYSCALL : PTRACE_CONT, t.tid, 0, static_cast<uintptr_t>(sig));
+}
+
+}  // namespace amino::monitor
