@@ -1,4 +1,5 @@
 // amino run [options] -- CMD ARGS...: runs a command under the monitor.
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -7,6 +8,35 @@
 #include "monitor/run.h"
 
 namespace amino::cli {
+
+namespace {
+std::vector<std::string>& CommandWords() {
+  static std::vector<std::string> words;
+  return words;
+}
+}  // namespace
+
+int SplitRunCommand(int argc, char** argv) {
+  if (argc < 2 || std::string(argv[1]) != "run") return argc;
+  // Options of `amino run` that take a separate value.
+  static const char* kValued[] = {"--backend", "--emulate"};
+  for (int i = 2; i < argc; ++i) {
+    std::string w = argv[i];
+    if (w == "--") {
+      CommandWords().assign(argv + i + 1, argv + argc);
+      return i;
+    }
+    if (w.size() > 1 && w[0] == '-') {
+      for (const char* v : kValued) {
+        if (w == v) ++i;
+      }
+      continue;
+    }
+    CommandWords().assign(argv + i, argv + argc);
+    return i;
+  }
+  return argc;
+}
 
 Runner AddRun(CLI::App& app) {
   auto o = std::make_shared<monitor::RunOptions>();
@@ -24,13 +54,14 @@ Runner AddRun(CLI::App& app) {
           ->expected(0, 1);
   cmd->add_option("--emulate", o->emulate,
                   "host: the monitor performs every file call itself on the host file system");
-  cmd->add_option("COMMAND", o->argv, "The command and its arguments (after --)")
-      ->required()
-      ->expected(-1);
-  cmd->prefix_command();
-  return [o, cmd, trace] {
+  cmd->footer("The command follows the options, after an optional '--': amino run -- CMD ARGS...");
+  return [o, trace] {
     o->trace = trace->count() > 0;
-    for (const std::string& extra : cmd->remaining()) o->argv.push_back(extra);
+    o->argv = CommandWords();
+    if (o->argv.empty()) {
+      std::fprintf(stderr, "amino run: no command given (see 'amino run --help')\n");
+      return 2;
+    }
     return monitor::Run(*o);
   };
 }
