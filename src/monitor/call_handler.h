@@ -3,19 +3,31 @@
 // run it, to emulate it (skip it and supply the result), or to see its exit too.
 #pragma once
 
+#include <functional>
+#include <vector>
+
 #include "monitor/process_table.h"
 #include "monitor/syscall_regs.h"
 
 namespace amino::monitor {
 
 struct Decision {
-  enum class Kind { kPass, kEmulate, kObserveExit };
+  enum class Kind {
+    kPass,         // the kernel runs the call (with registers as `call` now holds them)
+    kEmulate,      // skip the call; `result` is its return value (-errno on failure)
+    kObserveExit,  // the kernel runs it; OnExit sees the result
+    kRestart,      // the handler injected calls and re-armed the call: resume as is
+    kPark,         // cannot proceed now (a lock is held): keep the thread stopped, ask again
+  };
   Kind kind = Kind::kPass;
-  long result = 0;  // kEmulate: the call's return value (-errno on failure)
+  long result = 0;
+  int signal = 0;  // kRestart: a signal that arrived meanwhile, to deliver on resumption
 
   static Decision Pass() { return {}; }
-  static Decision Emulate(long result) { return {Kind::kEmulate, result}; }
-  static Decision ObserveExit() { return {Kind::kObserveExit, 0}; }
+  static Decision Emulate(long result) { return {Kind::kEmulate, result, 0}; }
+  static Decision ObserveExit() { return {Kind::kObserveExit, 0, 0}; }
+  static Decision Restart(int signal) { return {Kind::kRestart, 0, signal}; }
+  static Decision Park() { return {Kind::kPark, 0, 0}; }
 };
 
 class CallHandler {
@@ -26,6 +38,15 @@ class CallHandler {
   virtual Decision OnEntry(Thread& t, SyscallRegs& call) = 0;
   // At the exit of a call for which OnEntry returned kObserveExit; `call` holds the result.
   virtual void OnExit(Thread& t, SyscallRegs& call) { (void)t, (void)call; }
+  // After exec replaced a process's image (close-on-exec descriptors are gone).
+  virtual void OnExec(Thread& t) { (void)t; }
+  // Extra calls the filter must trap for this handler.
+  virtual std::vector<long> ExtraTrapped() const { return {}; }
+  // Where a handler that injects calls reports a tracee that died meanwhile.
+  virtual void SetExitSink(std::function<void(pid_t, int)> sink) { exit_sink_ = std::move(sink); }
+
+ protected:
+  std::function<void(pid_t, int)> exit_sink_ = [](pid_t, int) {};
 };
 
 // Lets every call through: the monitor is invisible (the AMINOTRACE configuration).

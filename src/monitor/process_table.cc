@@ -1,5 +1,7 @@
 #include "monitor/process_table.h"
 
+#include "monitor/shared_region.h"
+
 #include <sched.h>
 #include <unistd.h>
 
@@ -46,6 +48,7 @@ Thread& ProcessTable::AddChild(Thread& parent, pid_t tid, unsigned long flags) {
     p->fds = (flags & CLONE_FILES) ? parent.proc->fds
                                    : std::make_shared<FdTable>(*parent.proc->fds);
     p->fs = (flags & CLONE_FS) ? parent.proc->fs : std::make_shared<FsContext>(*parent.proc->fs);
+    p->region = parent.proc->region;  // fork and CLONE_VM both keep the mapping
     slot->proc = std::move(p);
   }
   if (early) slot->state = Thread::State::kEarlyStop;  // the caller resumes it now
@@ -85,6 +88,7 @@ Thread& ProcessTable::OnExec(pid_t tid, pid_t former_tid) {
   Process& p = *moved->proc;
   p.tgid = tid;
   p.fds = std::make_shared<FdTable>(*p.fds);  // exec unshares a table shared by CLONE_FILES
+  p.region.reset();
   if (p.mem_fd >= 0) {
     close(p.mem_fd);  // the old address space is gone
     p.mem_fd = -1;

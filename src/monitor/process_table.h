@@ -26,12 +26,15 @@ struct FsContext {
   mode_t umask = 022;
 };
 
+class SharedRegion;
+
 struct Process {
   pid_t tgid = 0;
   pid_t parent_tgid = 0;
   std::shared_ptr<FdTable> fds;
   std::shared_ptr<FsContext> fs;
   int mem_fd = -1;  // /proc/TGID/mem, opened on first use; reopened after exec
+  std::shared_ptr<SharedRegion> region;  // per address space; gone after exec
   ~Process();
 };
 
@@ -47,6 +50,7 @@ struct Thread {
   bool want_exit_stop = false;  // resume with PTRACE_SYSCALL to see this call's exit
   bool in_syscall = false;      // ptrace backend: between entry and exit stops
   long pending_nr = -1;         // the call whose exit is awaited
+  bool parked_seccomp = false;  // a parked call was stopped by the filter (not PTRACE_SYSCALL)
   unsigned long long pending_args[6] = {};
 };
 

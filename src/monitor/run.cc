@@ -4,7 +4,10 @@
 #include <cstring>
 #include <memory>
 
+#include <sys/stat.h>
+
 #include "monitor/call_handler.h"
+#include "monitor/host/host_handler.h"
 #include "monitor/trace_handler.h"
 #include "monitor/tracer.h"
 
@@ -48,7 +51,12 @@ int Run(const RunOptions& options) {
     return 2;
   }
 
-  std::unique_ptr<CallHandler> handler = std::make_unique<PassThroughHandler>();
+  std::unique_ptr<CallHandler> handler;
+  if (options.emulate == "host") {
+    handler = std::make_unique<host::HostHandler>();
+  } else {
+    handler = std::make_unique<PassThroughHandler>();
+  }
   FILE* trace_out = nullptr;
   if (options.trace) {
     trace_out = options.trace_file.empty() ? stderr : std::fopen(options.trace_file.c_str(), "we");

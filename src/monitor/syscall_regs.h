@@ -9,7 +9,7 @@
 namespace amino::monitor {
 
 struct SyscallRegs {
-  user_regs_struct regs;
+  user_regs_struct regs{};
 
   long nr() const { return static_cast<long>(regs.orig_rax); }
   uint64_t arg(int i) const {

@@ -128,6 +128,7 @@ void TraceHandler::Print(const Thread& t, const std::string& text, long result) 
 Decision TraceHandler::OnEntry(Thread& t, SyscallRegs& call) {
   std::string text = FormatCall(t, call);
   Decision d = inner_->OnEntry(t, call);
+  if (d.kind == Decision::Kind::kRestart || d.kind == Decision::Kind::kPark) return d;
   if (d.kind == Decision::Kind::kEmulate) {
     Print(t, text, d.result);
     return d;

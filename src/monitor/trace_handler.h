@@ -17,6 +17,9 @@ class TraceHandler : public CallHandler {
       : inner_(std::move(inner)), out_(out) {}
   Decision OnEntry(Thread& t, SyscallRegs& call) override;
   void OnExit(Thread& t, SyscallRegs& call) override;
+  void OnExec(Thread& t) override { inner_->OnExec(t); }
+  std::vector<long> ExtraTrapped() const override { return inner_->ExtraTrapped(); }
+  void SetExitSink(std::function<void(pid_t, int)> sink) override { inner_->SetExitSink(sink); }
 
  private:
   void Print(const Thread& t, const std::string& text, long result);

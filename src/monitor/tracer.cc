@@ -63,6 +63,8 @@ Tracer::Tracer(TracerOptions options, CallHandler& handler)
     : options_(std::move(options)), handler_(handler) {}
 
 bool Tracer::StartCommand() {
+  for (long nr : FileSyscalls()) trapped_.insert(nr);
+  for (long nr : handler_.ExtraTrapped()) trapped_.insert(nr);
   int sync[2];
   if (pipe2(sync, O_CLOEXEC) != 0) return false;
   pid_t pid = fork();
@@ -77,7 +79,8 @@ bool Tracer::StartCommand() {
     }
     close(sync[0]);
     if (options_.backend == Backend::kSeccomp) {
-      std::string err = ptrace_ext::InstallTraceFilter(FileSyscalls());
+      std::string err = ptrace_ext::InstallTraceFilter(
+          std::vector<long>(trapped_.begin(), trapped_.end()));
       if (!err.empty()) {
         std::fprintf(stderr, "amino run: %s\n", err.c_str());
         _exit(126);
@@ -124,10 +127,18 @@ int Tracer::Run() {
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGHUP, &sa, nullptr);
 
+  handler_.SetExitSink([this](pid_t tid, int status) { HandleExit(tid, status); });
   for (;;) {
     ForwardPendingSignals();
     int status;
-    pid_t tid = waitpid(-1, &status, __WALL);
+    pid_t tid = waitpid(-1, &status, __WALL | (parked_.empty() ? 0 : WNOHANG));
+    if (tid == 0) {
+      // Only parked threads remain runnable from our side: retry them shortly.
+      struct timespec pause {0, 200000};
+      nanosleep(&pause, nullptr);
+      RetryParked();
+      continue;
+    }
     if (tid < 0) {
       if (errno == EINTR) continue;
       if (errno == ECHILD) break;
@@ -232,38 +243,14 @@ void Tracer::OnSyscallStop(Thread& t, bool seccomp) {
     stats_.Count(entry ? StopKind::kSyscallEntry : StopKind::kSyscallExit);
   }
   if (entry) {
-    const SyscallInfo* info = FindSyscall(call.nr());
-    if (!seccomp && (!info || !info->file)) {
+    if (!seccomp && !trapped_.count(call.nr())) {
       // The ptrace backend stops on every call; only file calls go to the handler.
       stats_.CountCall(call.nr());
       Resume(t);
       return;
     }
     stats_.CountCall(call.nr());
-    Decision d = handler_.OnEntry(t, call);
-    switch (d.kind) {
-      case Decision::Kind::kPass:
-        t.want_exit_stop = false;
-        break;
-      case Decision::Kind::kObserveExit:
-        t.want_exit_stop = true;
-        t.pending_nr = call.nr();
-        Ptrace(PTRACE_SETREGS, t.tid, 0, &call.regs);
-        break;
-      case Decision::Kind::kEmulate:
-        call.Skip(d.result);
-        Ptrace(PTRACE_SETREGS, t.tid, 0, &call.regs);
-        if (!seccomp) {
-          // The kernel overwrites rax with -ENOSYS for the skipped call: set it at the exit stop.
-          t.want_exit_stop = true;
-          t.pending_nr = -1;
-          t.pending_args[0] = static_cast<unsigned long long>(d.result);
-        } else {
-          t.want_exit_stop = false;
-        }
-        break;
-    }
-    Resume(t);
+    Dispatch(t, call, seccomp);
     return;
   }
   // Exit stop.
@@ -275,9 +262,59 @@ void Tracer::OnSyscallStop(Thread& t, bool seccomp) {
     } else {
       call.regs.orig_rax = static_cast<unsigned long long>(t.pending_nr);
       handler_.OnExit(t, call);
+      Ptrace(PTRACE_SETREGS, t.tid, 0, &call.regs);  // the handler may set result or registers
     }
   }
   Resume(t);
+}
+
+void Tracer::Dispatch(Thread& t, SyscallRegs& call, bool seccomp) {
+  Decision d = handler_.OnEntry(t, call);
+  switch (d.kind) {
+    case Decision::Kind::kPass:
+      t.want_exit_stop = false;
+      break;
+    case Decision::Kind::kObserveExit:
+      t.want_exit_stop = true;
+      t.pending_nr = call.nr();
+      Ptrace(PTRACE_SETREGS, t.tid, 0, &call.regs);
+      break;
+    case Decision::Kind::kEmulate:
+      call.Skip(d.result);
+      Ptrace(PTRACE_SETREGS, t.tid, 0, &call.regs);
+      if (!seccomp) {
+        // The kernel overwrites rax with -ENOSYS for the skipped call: set it at the exit stop.
+        t.want_exit_stop = true;
+        t.pending_nr = -1;
+        t.pending_args[0] = static_cast<unsigned long long>(d.result);
+      } else {
+        t.want_exit_stop = false;
+      }
+      break;
+    case Decision::Kind::kRestart:
+      // The call runs again from its instruction: its next stop is a fresh entry.
+      t.want_exit_stop = false;
+      t.in_syscall = false;
+      Resume(t, d.signal);
+      return;
+    case Decision::Kind::kPark:
+      t.parked_seccomp = seccomp;
+      parked_.push_back(t.tid);
+      return;
+  }
+  Resume(t);
+}
+
+void Tracer::RetryParked() {
+  std::vector<pid_t> parked;
+  parked.swap(parked_);
+  for (pid_t tid : parked) {
+    Thread* t = table_.Find(tid);
+    if (!t) continue;
+    SyscallRegs call;
+    if (Ptrace(PTRACE_GETREGS, tid, 0, &call.regs) != 0) continue;
+    Dispatch(*t, call, t->parked_seccomp);
+  }
 }
 
 void Tracer::OnNewTask(Thread& parent, int event) {
@@ -297,6 +334,7 @@ void Tracer::OnExec(pid_t tid) {
   Ptrace(PTRACE_GETEVENTMSG, tid, 0, &former);
   Thread& t = table_.OnExec(tid, static_cast<pid_t>(former));
   t.in_syscall = options_.backend == Backend::kPtrace;  // the exec's exit stop follows
+  handler_.OnExec(t);
   Resume(t);
 }
 

@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cstdio>
+#include <set>
 #include <string>
 #include <vector>
+#include <sys/types.h>
 
 #include "monitor/call_handler.h"
 #include "monitor/process_table.h"
@@ -39,6 +41,8 @@ class Tracer {
   void OnGroupStop(Thread& t, int sig);
   void Resume(Thread& t, int sig = 0);
   void ForwardPendingSignals();
+  void Dispatch(Thread& t, SyscallRegs& call, bool seccomp);
+  void RetryParked();
 
   TracerOptions options_;
   CallHandler& handler_;
@@ -46,7 +50,8 @@ class Tracer {
   Stats stats_;
   pid_t root_ = -1;
   int root_status_ = -1;
-  int exec_error_status_ = -1;
+  std::set<long> trapped_;      // the calls handed to the handler
+  std::vector<pid_t> parked_;  // threads whose call waits for a lock
 };
 
 }  // namespace amino::monitor

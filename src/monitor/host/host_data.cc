@@ -1,0 +1,276 @@
+// Calls on shadow descriptors: data transfer through the tracee's memory, offsets, attributes,
+// directory listing, synchronisation. Each is the same call on the monitor's host descriptor.
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <vector>
+
+#include "monitor/host/host_handler.h"
+#include "monitor/tracee_memory.h"
+
+namespace amino::monitor::host {
+
+namespace {
+
+constexpr size_t kChunk = 1 << 20;
+constexpr size_t kMaxRw = 0x7ffff000;  // MAX_RW_COUNT: the kernel's cap on one transfer
+
+long Result(long r) { return r < 0 ? -errno : r; }
+
+// Reads the tracee's iovec array (as the kernel: EINVAL beyond UIO_MAXIOV, EFAULT).
+long ReadIovecs(Thread& t, uint64_t addr, long count, std::vector<iovec>* out) {
+  if (count < 0 || count > IOV_MAX) return -EINVAL;
+  out->resize(static_cast<size_t>(count));
+  if (count && ReadMemory(*t.proc, addr, out->data(), out->size() * sizeof(iovec)) != 0) {
+    return -EFAULT;
+  }
+  return 0;
+}
+
+// Data read from the host (at `offset`, or at the file offset when offset < 0) into the
+// tracee's buffers. The file offset moves only by what reached the tracee.
+long ReadInto(Thread& t, int fd, const std::vector<iovec>& iov, int64_t offset, int rwf) {
+  size_t total = 0;
+  for (const iovec& v : iov) total += v.iov_len;
+  total = std::min(total, kMaxRw);
+  const bool at_cursor = offset < 0;
+  int64_t pos = at_cursor ? lseek(fd, 0, SEEK_CUR) : offset;
+  const bool seekable = pos >= 0;
+  std::vector<char> buf(std::min(total, kChunk));
+  size_t done = 0;
+  for (const iovec& v : iov) {
+    size_t left = std::min(v.iov_len, total - done);
+    size_t in_vec = 0;
+    while (left > 0) {
+      size_t want = std::min(left, buf.size());
+      iovec local{buf.data(), want};
+      ssize_t n = seekable ? preadv2(fd, &local, 1, pos + static_cast<int64_t>(done), rwf)
+                           : readv(fd, &local, 1);
+      if (n < 0) return done ? static_cast<long>(done) : -errno;
+      if (n == 0) goto out;
+      if (WriteMemory(*t.proc, reinterpret_cast<uint64_t>(v.iov_base) + in_vec, buf.data(),
+                      static_cast<size_t>(n)) != 0) {
+        if (done == 0) return -EFAULT;
+        goto out;
+      }
+      done += static_cast<size_t>(n);
+      in_vec += static_cast<size_t>(n);
+      left -= static_cast<size_t>(n);
+      if (static_cast<size_t>(n) < want) goto out;
+    }
+  }
+out:
+  if (at_cursor && seekable) lseek(fd, pos + static_cast<int64_t>(done), SEEK_SET);
+  return static_cast<long>(done);
+}
+
+// The tracee's buffers written to the host. O_APPEND and the file offset are the host's.
+long WriteFrom(Thread& t, int fd, const std::vector<iovec>& iov, int64_t offset, int rwf) {
+  size_t done = 0;
+  std::vector<char> buf;
+  for (const iovec& v : iov) {
+    size_t in_vec = 0;
+    while (in_vec < v.iov_len && done < kMaxRw) {
+      size_t want = std::min({v.iov_len - in_vec, kChunk, kMaxRw - done});
+      buf.resize(want);
+      if (ReadMemory(*t.proc, reinterpret_cast<uint64_t>(v.iov_base) + in_vec, buf.data(),
+                     want) != 0) {
+        return done ? static_cast<long>(done) : -EFAULT;
+      }
+      iovec local{buf.data(), want};
+      ssize_t n = pwritev2(fd, &local, 1, offset < 0 ? -1 : offset + static_cast<int64_t>(done),
+                           rwf);
+      if (n < 0) return done ? static_cast<long>(done) : -errno;
+      done += static_cast<size_t>(n);
+      in_vec += static_cast<size_t>(n);
+      if (static_cast<size_t>(n) < want) return static_cast<long>(done);
+    }
+  }
+  return static_cast<long>(done);
+}
+
+template <typename T>
+long WriteStruct(Thread& t, uint64_t addr, const T& value, long result) {
+  if (WriteMemory(*t.proc, addr, &value, sizeof value) != 0) return -EFAULT;
+  return result;
+}
+
+// A tracee descriptor the monitor can use directly (same open file description).
+int Borrow(Thread& t, int fd) {
+  int pidfd = static_cast<int>(syscall(SYS_pidfd_open, t.proc->tgid, 0));
+  if (pidfd < 0) return -errno;
+  int mine = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, fd, 0));
+  int err = errno;
+  close(pidfd);
+  return mine < 0 ? (err == EBADF ? -EBADF : -err) : mine;
+}
+
+}  // namespace
+
+Decision HostHandler::DataCall(Thread& t, SyscallRegs& call, HostFile& f) {
+  const long nr = call.nr();
+  const int fd = f.fd;
+  const uint64_t a1 = call.arg(1), a2 = call.arg(2), a3 = call.arg(3), a4 = call.arg(4);
+  const Creds& c = CredsOf(t);
+  std::vector<iovec> iov;
+  long r;
+  switch (nr) {
+    case SYS_read:
+    case SYS_pread64:
+      iov = {{reinterpret_cast<void*>(a1), static_cast<size_t>(a2)}};
+      if (nr == SYS_pread64 && static_cast<int64_t>(a3) < 0) return Decision::Emulate(-EINVAL);
+      return Decision::Emulate(ReadInto(t, fd, iov, nr == SYS_read ? -1 : static_cast<int64_t>(a3), 0));
+    case SYS_write:
+    case SYS_pwrite64:
+      iov = {{reinterpret_cast<void*>(a1), static_cast<size_t>(a2)}};
+      if (nr == SYS_pwrite64 && static_cast<int64_t>(a3) < 0) return Decision::Emulate(-EINVAL);
+      return Decision::Emulate(
+          WriteFrom(t, fd, iov, nr == SYS_write ? -1 : static_cast<int64_t>(a3), 0));
+    case SYS_readv:
+    case SYS_preadv:
+    case SYS_preadv2:
+    case SYS_writev:
+    case SYS_pwritev:
+    case SYS_pwritev2: {
+      if ((r = ReadIovecs(t, a1, static_cast<long>(a2), &iov)) < 0) return Decision::Emulate(r);
+      const bool positional = nr != SYS_readv && nr != SYS_writev;
+      int64_t off = positional ? static_cast<int64_t>(a3) : -1;
+      if ((nr == SYS_preadv || nr == SYS_pwritev) && off < 0) return Decision::Emulate(-EINVAL);
+      if ((nr == SYS_preadv2 || nr == SYS_pwritev2) && off < -1) return Decision::Emulate(-EINVAL);
+      int rwf = (nr == SYS_preadv2 || nr == SYS_pwritev2) ? static_cast<int>(call.arg(5)) : 0;
+      const bool reading = nr == SYS_readv || nr == SYS_preadv || nr == SYS_preadv2;
+      return Decision::Emulate(reading ? ReadInto(t, fd, iov, off, rwf) : WriteFrom(t, fd, iov, off, rwf));
+    }
+    case SYS_lseek:
+      return Decision::Emulate(Result(lseek(fd, static_cast<off_t>(a1), static_cast<int>(a2))));
+    case SYS_fstat: {
+      struct stat st;
+      if (fstat(fd, &st) != 0) return Decision::Emulate(-errno);
+      return Decision::Emulate(WriteStruct(t, a1, st, 0));
+    }
+    case SYS_fstatfs: {
+      struct statfs st;
+      if (fstatfs(fd, &st) != 0) return Decision::Emulate(-errno);
+      return Decision::Emulate(WriteStruct(t, a1, st, 0));
+    }
+    case SYS_getdents:
+    case SYS_getdents64: {
+      std::vector<char> buf(std::min<size_t>(a2, kChunk));
+      r = Result(syscall(nr, fd, buf.data(), buf.size()));
+      if (r > 0 && WriteMemory(*t.proc, a1, buf.data(), static_cast<size_t>(r)) != 0) {
+        return Decision::Emulate(-EFAULT);
+      }
+      return Decision::Emulate(r);
+    }
+    case SYS_ftruncate: {
+      AsTracee as(c);
+      return Decision::Emulate(Result(ftruncate(fd, static_cast<off_t>(a1))));
+    }
+    case SYS_fsync:
+      return Decision::Emulate(Result(fsync(fd)));
+    case SYS_fdatasync:
+      return Decision::Emulate(Result(fdatasync(fd)));
+    case SYS_syncfs:
+      return Decision::Emulate(Result(syncfs(fd)));
+    case SYS_sync_file_range:
+      return Decision::Emulate(Result(sync_file_range(fd, static_cast<off_t>(a1),
+                                                      static_cast<off_t>(a2),
+                                                      static_cast<unsigned>(a3))));
+    case SYS_fallocate:
+      return Decision::Emulate(Result(fallocate(fd, static_cast<int>(a1), static_cast<off_t>(a2),
+                                                static_cast<off_t>(a3))));
+    case SYS_fadvise64:
+      return Decision::Emulate(-posix_fadvise(fd, static_cast<off_t>(a1), static_cast<off_t>(a2),
+                                              static_cast<int>(a3)));
+    case SYS_readahead:
+      return Decision::Emulate(Result(readahead(fd, static_cast<off64_t>(a1), static_cast<size_t>(a2))));
+    case SYS_fchmod: {
+      AsTracee as(c);
+      return Decision::Emulate(Result(fchmod(fd, static_cast<mode_t>(a1))));
+    }
+    case SYS_fchown: {
+      AsTracee as(c);
+      return Decision::Emulate(Result(fchown(fd, static_cast<uid_t>(a1), static_cast<gid_t>(a2))));
+    }
+    case SYS_flock: {
+      const int op = static_cast<int>(a1);
+      if (flock(fd, op | LOCK_NB) == 0) return Decision::Emulate(0);
+      if (errno == EWOULDBLOCK && !(op & LOCK_NB)) return Decision::Park();
+      return Decision::Emulate(-errno);
+    }
+    case SYS_fgetxattr:
+    case SYS_fsetxattr:
+    case SYS_fremovexattr:
+    case SYS_flistxattr:
+      break;  // with the path forms below
+    case SYS_sendfile:
+    case SYS_copy_file_range:
+    case SYS_splice: {
+      // in/out descriptors and their offset pointers, per call.
+      int in_fd, out_fd;
+      uint64_t in_off_p, out_off_p, count;
+      if (nr == SYS_sendfile) {
+        out_fd = static_cast<int>(call.arg(0));
+        in_fd = static_cast<int>(a1);
+        in_off_p = a2;
+        out_off_p = 0;
+        count = a3;
+      } else {
+        in_fd = static_cast<int>(call.arg(0));
+        in_off_p = a1;
+        out_fd = static_cast<int>(a2);
+        out_off_p = a3;
+        count = a4;
+      }
+      auto in_shadow = ShadowOf(t, in_fd);
+      auto out_shadow = ShadowOf(t, out_fd);
+      ScopedFd in_borrowed, out_borrowed;
+      int in = in_shadow ? in_shadow->fd : (in_borrowed.reset(Borrow(t, in_fd)), in_borrowed.get());
+      int out = out_shadow ? out_shadow->fd : (out_borrowed.reset(Borrow(t, out_fd)), out_borrowed.get());
+      if (in < 0) return Decision::Emulate(in);
+      if (out < 0) return Decision::Emulate(out);
+      // A pipe or socket that is not ready would block the monitor: the call waits parked.
+      pollfd pf[2] = {{in, POLLIN, 0}, {out, POLLOUT, 0}};
+      struct stat si, so;
+      fstat(in, &si);
+      fstat(out, &so);
+      if ((!S_ISREG(si.st_mode) && poll(&pf[0], 1, 0) == 0) ||
+          (!S_ISREG(so.st_mode) && poll(&pf[1], 1, 0) == 0)) {
+        return Decision::Park();
+      }
+      int64_t in_off = -1, out_off = -1;
+      if (in_off_p && ReadMemory(*t.proc, in_off_p, &in_off, sizeof in_off) != 0) return Decision::Emulate(-EFAULT);
+      if (out_off_p && ReadMemory(*t.proc, out_off_p, &out_off, sizeof out_off) != 0) return Decision::Emulate(-EFAULT);
+      std::vector<char> buf(std::min<uint64_t>(count, kChunk));
+      ssize_t got = in_off_p ? pread(in, buf.data(), buf.size(), in_off) : read(in, buf.data(), buf.size());
+      if (got <= 0) return Decision::Emulate(got < 0 ? -errno : 0);
+      ssize_t put = out_off_p ? pwrite(out, buf.data(), static_cast<size_t>(got), out_off)
+                              : write(out, buf.data(), static_cast<size_t>(got));
+      if (put < 0) return Decision::Emulate(-errno);
+      if (!in_off_p && put < got) lseek(in, put - got, SEEK_CUR);  // give back what was not used
+      if (in_off_p) {
+        in_off += put;
+        WriteMemory(*t.proc, in_off_p, &in_off, sizeof in_off);
+      }
+      if (out_off_p) {
+        out_off += put;
+        WriteMemory(*t.proc, out_off_p, &out_off, sizeof out_off);
+      }
+      return Decision::Emulate(put);
+    }
+    default:
+      return Decision::Emulate(-EINVAL);
+  }
+  return PathCall(t, call);
+}
+
+}  // namespace amino::monitor::host

@@ -1,0 +1,429 @@
+// Descriptor life cycle under --emulate=host: open (shadow creation), dup, fcntl, close, mmap,
+// fchdir, exec; dispatch of the other calls to host_data.cc and host_paths.cc.
+#include "monitor/host/host_handler.h"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
+
+#include "monitor/remote_syscall.h"
+#include "monitor/shared_region.h"
+#include "monitor/syscall_table.h"
+#include "monitor/tracee_memory.h"
+
+namespace amino::monitor::host {
+
+namespace {
+
+std::string ProcFd(pid_t pid, int fd) {
+  return "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
+}
+
+// The current path of a descriptor the monitor holds; empty if the file has no name any more.
+std::string PathOfFd(int fd) {
+  char buf[4096];
+  ssize_t n = readlink(ProcFd(getpid(), fd).c_str(), buf, sizeof buf - 1);
+  if (n <= 0) return {};
+  std::string p(buf, static_cast<size_t>(n));
+  if (p.size() > 10 && p.compare(p.size() - 10, 10, " (deleted)") == 0) return {};
+  return p;
+}
+
+}  // namespace
+
+const Creds& HostHandler::CredsOf(Thread& t) {
+  static const Creds kRoot;
+  const Creds* c = creds_.Get(t.tid);
+  return c ? *c : kRoot;
+}
+
+std::vector<long> HostHandler::ExtraTrapped() const {
+  // Credential and umask changes invalidate what the monitor caches of a thread.
+  return {SYS_setuid,   SYS_setgid,   SYS_setreuid, SYS_setregid, SYS_setresuid,
+          SYS_setresgid, SYS_setfsuid, SYS_setfsgid, SYS_setgroups, SYS_umask};
+}
+
+bool HostHandler::EnsureRegion(Thread& t, SyscallRegs& call, Decision* restart) {
+  if (t.proc->region) return true;
+  RemoteSyscalls rs(t.tid, call, false, exit_sink_);
+  int err = 0;
+  t.proc->region = SharedRegion::Create(t, rs, &err);
+  if (!t.proc->region) {
+    // Without a region the call cannot be served: it fails as the kernel would fail for lack
+    // of memory.
+    rs.ReturnFromCall(-ENOMEM);
+    *restart = Decision::Restart(rs.pending_signal());
+    return false;
+  }
+  rs.Finish();
+  *restart = Decision::Restart(rs.pending_signal());
+  return false;
+}
+
+Decision HostHandler::OnEntry(Thread& t, SyscallRegs& call) {
+  if (!umask_cleared_) {
+    // The tracee's umask is applied to each emulated creation; the monitor's must not add to
+    // it. (Cleared only now: the command was forked with the caller's umask.)
+    umask(0);
+    umask_cleared_ = true;
+  }
+  const long nr = call.nr();
+  auto pending = pending_.find(t.tid);
+  if (pending != pending_.end() && pending->second.kind == Pending::Kind::kMmapClose &&
+      nr == SYS_mmap) {
+    return Decision::ObserveExit();  // the mmap re-run on the real descriptor
+  }
+  const int a0 = static_cast<int>(call.arg(0));
+  switch (nr) {
+    case SYS_open:
+      return Open(t, call, AT_FDCWD, call.arg(0), static_cast<int>(call.arg(1)),
+                  static_cast<mode_t>(call.arg(2)));
+    case SYS_creat:
+      return Open(t, call, AT_FDCWD, call.arg(0), O_CREAT | O_WRONLY | O_TRUNC,
+                  static_cast<mode_t>(call.arg(1)));
+    case SYS_openat:
+      return Open(t, call, a0, call.arg(1), static_cast<int>(call.arg(2)),
+                  static_cast<mode_t>(call.arg(3)));
+    case SYS_openat2: {
+      open_how how{};
+      if (call.arg(3) < sizeof how) return Decision::Emulate(-EINVAL);
+      if (ReadMemory(*t.proc, call.arg(2), &how, sizeof how) != 0) return Decision::Emulate(-EFAULT);
+      if (how.resolve != 0) return Decision::Pass();  // RESOLVE_* rules: the kernel's own
+      return Open(t, call, a0, call.arg(1), static_cast<int>(how.flags),
+                  static_cast<mode_t>(how.mode));
+    }
+    case SYS_close:
+      t.proc->fds->files.erase(a0);  // close releases the number even when it fails
+      return Decision::Pass();
+    case SYS_close_range:
+    case SYS_dup:
+    case SYS_dup2:
+    case SYS_dup3:
+      return Dup(t, call);
+    case SYS_fcntl:
+      return Fcntl(t, call);
+    case SYS_mmap:
+      return Mmap(t, call);
+    case SYS_fchdir:
+      return Fchdir(t, call);
+    case SYS_execve:
+    case SYS_execveat:
+    case SYS_chdir:
+    case SYS_getcwd:
+    case SYS_chroot:
+    case SYS_msync:
+    case SYS_sync:
+    case SYS_name_to_handle_at:
+    case SYS_open_by_handle_at:
+      return Decision::Pass();
+    case SYS_setuid:
+    case SYS_setgid:
+    case SYS_setreuid:
+    case SYS_setregid:
+    case SYS_setresuid:
+    case SYS_setresgid:
+    case SYS_setfsuid:
+    case SYS_setfsgid:
+    case SYS_setgroups:
+    case SYS_umask:
+      // glibc makes every thread issue the call itself, so per-thread invalidation suffices.
+      creds_.Invalidate(t.tid);
+      return Decision::Pass();
+    default:
+      break;
+  }
+  const SyscallInfo* info = FindSyscall(nr);
+  if (!info) return Decision::Pass();
+  if (info->args[0] == Arg::kFd) {
+    std::shared_ptr<HostFile> f = ShadowOf(t, a0);
+    // Calls with a second descriptor (copy_file_range, splice, sendfile) may name a shadow there.
+    if (!f && (nr == SYS_sendfile || nr == SYS_copy_file_range || nr == SYS_splice)) {
+      int other = static_cast<int>(nr == SYS_sendfile ? call.arg(1) : call.arg(2));
+      if (ShadowOf(t, other)) return DataCall(t, call, *ShadowOf(t, other));
+    }
+    if (!f) return Decision::Pass();
+    return DataCall(t, call, *f);
+  }
+  return PathCall(t, call);
+}
+
+Decision HostHandler::Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t path_addr,
+                           int flags, mode_t mode) {
+  std::string path;
+  if (int err = ReadPath(t, path_addr, &path)) return Decision::Emulate(-err);
+  if (path.empty()) return Decision::Emulate(-ENOENT);
+  if (IsKernelPath(path)) return Decision::Pass();
+  ScopedFd holder;
+  int dfd = ResolveDirFd(t, dirfd, path, holder);
+  if (dfd < 0 && dfd != AT_FDCWD) return Decision::Emulate(dfd);
+  const Creds& c = CredsOf(t);
+  {
+    AsTracee as(c);
+    struct stat st;
+    const int nofollow = (flags & O_NOFOLLOW) ? AT_SYMLINK_NOFOLLOW : 0;
+    if (fstatat(dfd, path.c_str(), &st, nofollow) == 0 && !S_ISREG(st.st_mode) &&
+        !S_ISDIR(st.st_mode) && !(nofollow && S_ISLNK(st.st_mode))) {
+      // FIFOs, devices, sockets: the kernel's. Relative to a shadow directory, the kernel
+      // gets the directory's path through the region instead of the placeholder.
+      std::shared_ptr<HostFile> dir = dirfd == AT_FDCWD || path[0] == '/' ? nullptr
+                                                                          : ShadowOf(t, dirfd);
+      if (!dir) return Decision::Pass();
+      std::string base = PathOfFd(dir->fd);
+      if (base.empty()) return Decision::Emulate(-ENOENT);
+      Decision restart;
+      if (!EnsureRegion(t, call, &restart)) return restart;
+      uint64_t addr = t.proc->region->Put(t.tid, 0, base + "/" + path + '\0');
+      if (!addr) return Decision::Emulate(-ENAMETOOLONG);
+      Pending p;
+      p.kind = Pending::Kind::kDup;  // only the registers to put back
+      p.original = call;
+      pending_[t.tid] = std::move(p);
+      call.regs.rdi = static_cast<uint64_t>(AT_FDCWD);
+      call.regs.rsi = addr;
+      return Decision::ObserveExit();
+    }
+  }
+  Decision restart;
+  if (!EnsureRegion(t, call, &restart)) return restart;
+  int hfd;
+  {
+    AsTracee as(c);
+    hfd = openat(dfd, path.c_str(), flags | O_CLOEXEC, mode & ~c.umask & 07777);
+    if (hfd < 0) return Decision::Emulate(-errno);
+  }
+  auto file = std::make_shared<HostFile>();
+  file->fd = hfd;
+  Pending p;
+  p.kind = Pending::Kind::kOpen;
+  p.original = call;
+  p.file = std::move(file);
+  uint64_t name = t.proc->region->Put(t.tid, 0, std::string_view("amino", 6));
+  if (!name) return Decision::Emulate(-EMFILE);
+  call.regs.orig_rax = SYS_memfd_create;
+  call.regs.rdi = name;
+  call.regs.rsi = (flags & O_CLOEXEC) ? MFD_CLOEXEC : 0;
+  pending_[t.tid] = std::move(p);
+  return Decision::ObserveExit();
+}
+
+Decision HostHandler::Dup(Thread& t, SyscallRegs& call) {
+  const long nr = call.nr();
+  if (nr == SYS_close_range) {
+    Pending p;
+    p.kind = Pending::Kind::kClose;
+    p.original = call;
+    pending_[t.tid] = std::move(p);
+    return Decision::ObserveExit();
+  }
+  const int old_fd = static_cast<int>(call.arg(0));
+  std::shared_ptr<HostFile> f = ShadowOf(t, old_fd);
+  const bool replaces_shadow = nr != SYS_dup && ShadowOf(t, static_cast<int>(call.arg(1)));
+  if (!f && !replaces_shadow) return Decision::Pass();
+  Pending p;
+  p.kind = Pending::Kind::kDup;
+  p.original = call;
+  p.file = std::move(f);
+  p.old_fd = old_fd;
+  pending_[t.tid] = std::move(p);
+  return Decision::ObserveExit();
+}
+
+Decision HostHandler::Fcntl(Thread& t, SyscallRegs& call) {
+  const int fd = static_cast<int>(call.arg(0));
+  const int cmd = static_cast<int>(call.arg(1));
+  std::shared_ptr<HostFile> f = ShadowOf(t, fd);
+  if (!f) return Decision::Pass();
+  switch (cmd) {
+    case F_DUPFD:
+    case F_DUPFD_CLOEXEC: {
+      Pending p;
+      p.kind = Pending::Kind::kDup;
+      p.original = call;
+      p.file = f;
+      p.old_fd = fd;
+      pending_[t.tid] = std::move(p);
+      return Decision::ObserveExit();
+    }
+    case F_GETFD:
+    case F_SETFD:
+      return Decision::Pass();  // the descriptor flag lives on the placeholder
+    case F_GETLK:
+    case F_SETLK:
+    case F_SETLKW:
+    case F_OFD_GETLK:
+    case F_OFD_SETLK:
+    case F_OFD_SETLKW: {
+      struct flock fl;
+      if (ReadMemory(*t.proc, call.arg(2), &fl, sizeof fl) != 0) return Decision::Emulate(-EFAULT);
+      // Locks are taken on the monitor's descriptor, one per open file description: the
+      // monitor holds them for the tracee, so they are open-file-description locks.
+      int host_cmd = (cmd == F_GETLK || cmd == F_OFD_GETLK) ? F_OFD_GETLK : F_OFD_SETLK;
+      const bool wait = cmd == F_SETLKW || cmd == F_OFD_SETLKW;
+      struct flock hl = fl;
+      hl.l_pid = 0;
+      if (fcntl(f->fd, host_cmd, &hl) != 0) {
+        int err = errno;
+        if (wait && (err == EAGAIN || err == EACCES)) return Decision::Park();
+        return Decision::Emulate(-err);
+      }
+      if (host_cmd == F_OFD_GETLK) {
+        fl.l_type = hl.l_type;
+        fl.l_whence = hl.l_whence;
+        fl.l_start = hl.l_start;
+        fl.l_len = hl.l_len;
+        fl.l_pid = hl.l_type == F_UNLCK ? fl.l_pid : -1;
+        if (WriteMemory(*t.proc, call.arg(2), &fl, sizeof fl) != 0) return Decision::Emulate(-EFAULT);
+      }
+      return Decision::Emulate(0);
+    }
+    case F_GETFL:
+    case F_SETFL:
+    case F_GETOWN:
+    case F_SETOWN:
+    case F_GETSIG:
+    case F_SETSIG:
+    case F_GETLEASE:
+    case F_SETLEASE:
+    case F_NOTIFY:
+    case F_ADD_SEALS:
+    case F_GET_SEALS: {
+      long r = fcntl(f->fd, cmd, static_cast<unsigned long>(call.arg(2)));
+      return Decision::Emulate(r < 0 ? -errno : r);
+    }
+    default:
+      return Decision::Emulate(-EINVAL);
+  }
+}
+
+Decision HostHandler::Mmap(Thread& t, SyscallRegs& call) {
+  const uint64_t flags = call.arg(3);
+  const int fd = static_cast<int>(call.arg(4));
+  std::shared_ptr<HostFile> f = (flags & MAP_ANONYMOUS) ? nullptr : ShadowOf(t, fd);
+  if (!f) return Decision::Pass();
+  // The kernel maps the real file: the tracee gets a real descriptor for the time of the call.
+  std::string path = PathOfFd(f->fd);
+  if (path.empty()) return Decision::Emulate(-ENODEV);
+  Decision restart;
+  if (!EnsureRegion(t, call, &restart)) return restart;
+  uint64_t addr = t.proc->region->Put(t.tid, 0, path + '\0');
+  if (!addr) return Decision::Emulate(-ENOMEM);
+  const int acc = fcntl(f->fd, F_GETFL) & O_ACCMODE;
+  RemoteSyscalls rs(t.tid, call, false, exit_sink_);
+  long real = rs.Call(SYS_openat, static_cast<uint64_t>(AT_FDCWD), addr,
+                      static_cast<uint64_t>(acc | O_CLOEXEC), 0);
+  if (real < 0) {
+    rs.ReturnFromCall(real == -ENOENT ? -ENODEV : real);
+    return Decision::Restart(rs.pending_signal());
+  }
+  SyscallRegs with = call;
+  with.regs.r8 = static_cast<uint64_t>(real);
+  rs.FinishWith(with);
+  Pending p;
+  p.kind = Pending::Kind::kMmapClose;
+  p.temp_fd = static_cast<int>(real);
+  pending_[t.tid] = std::move(p);
+  return Decision::Restart(rs.pending_signal());
+}
+
+Decision HostHandler::Fchdir(Thread& t, SyscallRegs& call) {
+  std::shared_ptr<HostFile> f = ShadowOf(t, static_cast<int>(call.arg(0)));
+  if (!f) return Decision::Pass();
+  struct stat st;
+  if (fstat(f->fd, &st) != 0) return Decision::Emulate(-errno);
+  if (!S_ISDIR(st.st_mode)) return Decision::Emulate(-ENOTDIR);
+  std::string path = PathOfFd(f->fd);
+  if (path.empty()) return Decision::Emulate(-ENOENT);
+  Decision restart;
+  if (!EnsureRegion(t, call, &restart)) return restart;
+  uint64_t addr = t.proc->region->Put(t.tid, 0, path + '\0');
+  if (!addr) return Decision::Emulate(-ENOMEM);
+  Pending p;
+  p.kind = Pending::Kind::kDup;  // nothing to record; registers are put back at the exit
+  p.original = call;
+  p.old_fd = -1;
+  pending_[t.tid] = std::move(p);
+  call.regs.orig_rax = SYS_chdir;
+  call.regs.rdi = addr;
+  return Decision::ObserveExit();
+}
+
+void HostHandler::OnExit(Thread& t, SyscallRegs& call) {
+  auto it = pending_.find(t.tid);
+  if (it == pending_.end()) return;
+  Pending p = std::move(it->second);
+  pending_.erase(it);
+  const long r = call.result();
+  auto& files = t.proc->fds->files;
+  switch (p.kind) {
+    case Pending::Kind::kOpen:
+      if (r >= 0) {
+        struct stat st;
+        if (stat(ProcFd(t.tid, static_cast<int>(r)).c_str(), &st) == 0) {
+          p.file->placeholder_ino = st.st_ino;
+        }
+        files[static_cast<int>(r)] = p.file;
+      }
+      break;
+    case Pending::Kind::kDup:
+      if (r >= 0 && p.old_fd >= 0) {
+        if (p.file) {
+          files[static_cast<int>(r)] = p.file;
+        } else {
+          files.erase(static_cast<int>(r));
+        }
+      }
+      break;
+    case Pending::Kind::kClose:
+      if (r == 0) {
+        const unsigned first = static_cast<unsigned>(p.original.arg(0));
+        const unsigned last = static_cast<unsigned>(p.original.arg(1));
+        const unsigned flags = static_cast<unsigned>(p.original.arg(2));
+        if (flags & CLOSE_RANGE_UNSHARE) t.proc->fds = std::make_shared<FdTable>(*t.proc->fds);
+        if (!(flags & CLOSE_RANGE_CLOEXEC)) {
+          auto& table = t.proc->fds->files;
+          for (auto f = table.lower_bound(static_cast<int>(first));
+               f != table.end() && static_cast<unsigned>(f->first) <= last;) {
+            f = table.erase(f);
+          }
+        }
+      }
+      break;
+    case Pending::Kind::kMmapClose: {
+      RemoteSyscalls rs(t.tid, call, true, exit_sink_);
+      rs.Call(SYS_close, static_cast<uint64_t>(p.temp_fd));
+      rs.Restore();
+      return;  // registers are the mmap's own
+    }
+    case Pending::Kind::kCredChange:
+    case Pending::Kind::kNone:
+      return;
+  }
+  // Put back the argument registers the rewritten call used; the result stays.
+  SyscallRegs out = p.original;
+  out.regs.rax = call.regs.rax;
+  out.regs.rip = call.regs.rip;
+  out.regs.rcx = call.regs.rcx;
+  out.regs.r11 = call.regs.r11;
+  call = out;
+}
+
+void HostHandler::OnExec(Thread& t) {
+  creds_.Invalidate(t.tid);
+  // Close-on-exec placeholders are gone: keep the shadows whose placeholder is still there.
+  auto& files = t.proc->fds->files;
+  for (auto it = files.begin(); it != files.end();) {
+    auto f = std::dynamic_pointer_cast<HostFile>(it->second);
+    struct stat st;
+    bool alive = f && stat(ProcFd(t.tid, it->first).c_str(), &st) == 0 &&
+                 st.st_ino == f->placeholder_ino;
+    it = alive ? std::next(it) : files.erase(it);
+  }
+}
+
+}  // namespace amino::monitor::host

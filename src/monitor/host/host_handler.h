@@ -1,0 +1,52 @@
+// --emulate=host: the monitor performs every file call on the host file system itself, as a
+// stand-in for Amino's database (the AMINONULL configuration, and the reference for
+// differential tests). Regular files and directories opened by a tracee become shadow
+// descriptors: the tracee holds a placeholder memfd, the monitor the real descriptor, and every
+// call on it is served by the monitor through memory transfers. Paths under /proc, /sys and
+// /dev, other file types, exec and chdir are left to the kernel.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <unordered_map>
+
+#include "monitor/call_handler.h"
+#include "monitor/host/host_context.h"
+
+namespace amino::monitor::host {
+
+class HostHandler : public CallHandler {
+ public:
+  Decision OnEntry(Thread& t, SyscallRegs& call) override;
+  void OnExit(Thread& t, SyscallRegs& call) override;
+  void OnExec(Thread& t) override;
+  std::vector<long> ExtraTrapped() const override;
+
+ private:
+  // What a thread's rewritten call needs at its exit.
+  struct Pending {
+    enum class Kind { kNone, kOpen, kDup, kClose, kMmapClose, kCredChange } kind = Kind::kNone;
+    SyscallRegs original;  // registers to put back (argument registers) at the exit
+    std::shared_ptr<HostFile> file;
+    int old_fd = -1;
+    int temp_fd = -1;  // kMmapClose: the real descriptor injected for mmap
+  };
+
+  Decision Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t path_addr, int flags,
+                mode_t mode);
+  Decision Dup(Thread& t, SyscallRegs& call);
+  Decision Fcntl(Thread& t, SyscallRegs& call);
+  Decision Mmap(Thread& t, SyscallRegs& call);
+  Decision Fchdir(Thread& t, SyscallRegs& call);
+  Decision DataCall(Thread& t, SyscallRegs& call, HostFile& f);
+  Decision PathCall(Thread& t, SyscallRegs& call);
+  // Makes sure the address space has its shared region; kRestart when it had to be created.
+  bool EnsureRegion(Thread& t, SyscallRegs& call, Decision* restart);
+  const Creds& CredsOf(Thread& t);
+
+  CredCache creds_;
+  bool umask_cleared_ = false;
+  std::unordered_map<pid_t, Pending> pending_;
+};
+
+}  // namespace amino::monitor::host

@@ -1,0 +1,112 @@
+#include "monitor/remote_syscall.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <cerrno>
+
+#include "ptrace-ext/ptrace.h"
+
+namespace amino::monitor {
+
+using ptrace_ext::Ptrace;
+
+namespace {
+constexpr uint64_t kSyscallInsnLen = 2;  // `syscall` (0f 05) and `int $0x80` (cd 80)
+}
+
+RemoteSyscalls::RemoteSyscalls(pid_t tid, const SyscallRegs& saved, bool stopped_at_exit,
+                               std::function<void(pid_t, int)> on_exit_status)
+    : tid_(tid), saved_(saved), at_exit_(stopped_at_exit), on_exit_status_(std::move(on_exit_status)) {}
+
+bool RemoteSyscalls::WaitForExitStop() {
+  for (;;) {
+    if (Ptrace(PTRACE_SYSCALL, tid_) != 0) {
+      alive_ = false;
+      return false;
+    }
+    int status;
+    pid_t r = waitpid(tid_, &status, __WALL);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 || WIFEXITED(status) || WIFSIGNALED(status)) {
+      alive_ = false;
+      if (r > 0) on_exit_status_(tid_, status);
+      return false;
+    }
+    const int sig = WSTOPSIG(status);
+    const int event = status >> 16;
+    if (sig == (SIGTRAP | 0x80)) {
+      SyscallRegs now;
+      Ptrace(PTRACE_GETREGS, tid_, 0, &now.regs);
+      // An entry stop still has -ENOSYS in rax; the exit stop has the result.
+      if (now.regs.rax != static_cast<unsigned long long>(-ENOSYS) ||
+          now.nr() == -1) {
+        return true;
+      }
+      continue;
+    }
+    if (event == PTRACE_EVENT_SECCOMP) continue;  // an injected call the filter traps
+    if (event == 0 && sig != SIGTRAP) {
+      pending_signal_ = sig;  // delivered by the tracer when the tracee resumes
+    }
+  }
+}
+
+long RemoteSyscalls::Call(long nr, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3,
+                          uint64_t a4, uint64_t a5) {
+  if (!alive_) return -ESRCH;
+  SyscallRegs r = saved_;
+  if (at_exit_) r.regs.rip -= kSyscallInsnLen;  // execute the `syscall` instruction again
+  r.regs.orig_rax = static_cast<unsigned long long>(nr);
+  r.regs.rax = static_cast<unsigned long long>(nr);
+  r.regs.rdi = a0;
+  r.regs.rsi = a1;
+  r.regs.rdx = a2;
+  r.regs.r10 = a3;
+  r.regs.r8 = a4;
+  r.regs.r9 = a5;
+  if (Ptrace(PTRACE_SETREGS, tid_, 0, &r.regs) != 0) {
+    alive_ = false;
+    return -ESRCH;
+  }
+  if (!WaitForExitStop()) return -ESRCH;
+  SyscallRegs out;
+  Ptrace(PTRACE_GETREGS, tid_, 0, &out.regs);
+  at_exit_ = true;
+  return static_cast<long>(out.regs.rax);
+}
+
+bool RemoteSyscalls::Finish() {
+  if (!alive_) return false;
+  SyscallRegs r = saved_;
+  if (at_exit_) {
+    r.regs.rip -= kSyscallInsnLen;
+    r.regs.rax = r.regs.orig_rax;  // the tracee's own call number, to run again
+  }
+  return Ptrace(PTRACE_SETREGS, tid_, 0, &r.regs) == 0;
+}
+
+bool RemoteSyscalls::FinishWith(const SyscallRegs& call) {
+  if (!alive_) return false;
+  SyscallRegs r = call;
+  if (at_exit_) {
+    r.regs.rip = saved_.regs.rip - kSyscallInsnLen;
+    r.regs.rax = call.regs.orig_rax;
+  }
+  return Ptrace(PTRACE_SETREGS, tid_, 0, &r.regs) == 0;
+}
+
+bool RemoteSyscalls::ReturnFromCall(long value) {
+  if (!alive_) return false;
+  SyscallRegs r = saved_;
+  r.regs.rax = static_cast<unsigned long long>(value);
+  if (!at_exit_) r.regs.orig_rax = static_cast<unsigned long long>(-1);  // skip it
+  return Ptrace(PTRACE_SETREGS, tid_, 0, &r.regs) == 0;
+}
+
+bool RemoteSyscalls::Restore() {
+  if (!alive_) return false;
+  return Ptrace(PTRACE_SETREGS, tid_, 0, &saved_.regs) == 0;
+}
+
+}  // namespace amino::monitor

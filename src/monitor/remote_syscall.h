@@ -1,0 +1,49 @@
+// Making a stopped tracee execute system calls of the monitor's choosing (rr's
+// AutoRemoteSyscalls in spirit). The tracee must be stopped at a system-call stop (seccomp,
+// entry or exit). Each call re-executes the tracee's `syscall` instruction with other registers;
+// Finish() leaves the tracee ready to execute its own call again from the start, so it is seen
+// afresh by the monitor; Restore() instead puts back exactly the registers it had (for use at an
+// exit stop, where the tracee's own call has completed).
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+
+#include "monitor/syscall_regs.h"
+
+namespace amino::monitor {
+
+class RemoteSyscalls {
+ public:
+  // `on_exit_status` receives a wait status that ends the tracee (killed meanwhile), so the
+  // tracer's bookkeeping sees it; `stopped_at_exit`: the tracee is at a syscall-exit stop.
+  RemoteSyscalls(pid_t tid, const SyscallRegs& saved, bool stopped_at_exit,
+                 std::function<void(pid_t, int)> on_exit_status);
+  // The call's result (-errno on failure), or -ESRCH if the tracee died.
+  long Call(long nr, uint64_t a0 = 0, uint64_t a1 = 0, uint64_t a2 = 0, uint64_t a3 = 0,
+            uint64_t a4 = 0, uint64_t a5 = 0);
+  // Re-arm the tracee's own call: it will stop for the monitor again before running.
+  bool Finish();
+  // As Finish, but the call runs again with `call`'s registers (arguments changed).
+  bool FinishWith(const SyscallRegs& call);
+  // Put back the saved registers (an exit stop: the tracee's call keeps its result).
+  bool Restore();
+  // The tracee's own call does not run: it returns `value` (-errno) and the tracee goes on.
+  bool ReturnFromCall(long value);
+  bool alive() const { return alive_; }
+  const SyscallRegs& saved() const { return saved_; }
+  // Signals that arrived during the calls, for the tracer to deliver on resumption.
+  int pending_signal() const { return pending_signal_; }
+
+ private:
+  bool WaitForExitStop();
+  pid_t tid_;
+  SyscallRegs saved_;
+  bool at_exit_;  // the tracee's registers describe a completed call (rip after `syscall`)
+  bool alive_ = true;
+  int pending_signal_ = 0;
+  std::function<void(pid_t, int)> on_exit_status_;
+};
+
+}  // namespace amino::monitor
