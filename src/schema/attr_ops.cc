@@ -127,6 +127,11 @@ Status FileSystem::FChown(Transaction& txn, const Cred& c, FileId id, uid_t uid,
 
 Status FileSystem::Utimens(Transaction& txn, const Cred& c, std::string_view path,
                            const timespec* times, bool follow) {
+  // Linux checks the times, and returns early when both are omitted, before the path.
+  if (times && (!ValidTime(times[0]) || !ValidTime(times[1]))) return Status::Errno(EINVAL);
+  if (times && times[0].tv_nsec == UTIME_OMIT && times[1].tv_nsec == UTIME_OMIT) {
+    return Status::Ok();
+  }
   Ops ops(*store_);
   AMINO_ASSIGN_OR_RETURN(Node n, ops.ResolveExisting(txn.raw(), c, path, follow));
   return UtimensNode(ops, txn.raw(), c, n, times);

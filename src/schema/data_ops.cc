@@ -54,11 +54,12 @@ Status Ops::SetSize(DB_TXN* t, Node& n, uint64_t length, const timespec& now) {
 
 namespace {
 
-// A write or truncate by an unprivileged caller drops set-user-id and set-group-id-execute.
+// A write or truncate by a caller without CAP_FSETID drops set-user-id, and set-group-id when
+// it means "execute as the group" or the caller is not in the file's group.
 void DropPrivileges(Attr& a, const Cred& c) {
   if (c.privileged() || !S_ISREG(a.mode)) return;
   a.mode &= ~S_ISUID;
-  if ((a.mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP)) a.mode &= ~S_ISGID;
+  if ((a.mode & S_ISGID) && ((a.mode & S_IXGRP) || !c.in_group(a.gid))) a.mode &= ~S_ISGID;
 }
 
 Result<size_t> WriteAt(Store& s, Ops& ops, DB_TXN* t, const Cred& c, Node& n, uint64_t offset,

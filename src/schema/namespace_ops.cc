@@ -277,8 +277,9 @@ Result<Stat> FileSystem::Mkdir(Transaction& txn, const Cred& c, std::string_view
   Ops ops(*store_);
   AMINO_ASSIGN_OR_RETURN(Resolved r, ResolveEntry(ops, t, c, path));
   AMINO_ASSIGN_OR_RETURN(Node parent, CreationParent(ops, t, c, r, true));
-  AMINO_ASSIGN_OR_RETURN(Node n,
-                         ops.CreateNode(t, c, r.path(), S_IFDIR | (mode & 07777), 0, parent.attr));
+  // mkdir keeps only the permission and sticky bits; set-group-id comes from the parent.
+  AMINO_ASSIGN_OR_RETURN(Node n, ops.CreateNode(t, c, r.path(), S_IFDIR | (mode & 01777), 0,
+                                                parent.attr));
   return Stat{n.id, n.attr};
 }
 
@@ -439,6 +440,7 @@ Status FileSystem::Rename(Transaction& txn, const Cred& c, std::string_view oldp
 
   if (exchange) {
     Node& dst = *rn.node;
+    // The new parent gains `delta` subdirectories, the old one loses them.
     int delta = (src.is_dir() ? 1 : 0) - (dst.is_dir() ? 1 : 0);
     if (moves_parent && delta > 0 && new_dir->attr.nlink >= kMaxLinks) return Status::Errno(EMLINK);
     if (moves_parent && delta < 0 && old_dir->attr.nlink >= kMaxLinks) return Status::Errno(EMLINK);
@@ -450,8 +452,8 @@ Status FileSystem::Rename(Transaction& txn, const Cred& c, std::string_view oldp
     AMINO_RETURN_IF_ERROR(TouchCtime(ops, t, to, now));
     AMINO_RETURN_IF_ERROR(TouchCtime(ops, t, from, now));
     if (moves_parent) {
-      AMINO_RETURN_IF_ERROR(ops.TouchDir(t, ro.parent, delta, now));
-      return ops.TouchDir(t, rn.parent, -delta, now);
+      AMINO_RETURN_IF_ERROR(ops.TouchDir(t, ro.parent, -delta, now));
+      return ops.TouchDir(t, rn.parent, delta, now);
     }
     return ops.TouchDir(t, ro.parent, 0, now);
   }
@@ -484,8 +486,14 @@ Result<OpenResult> FileSystem::Open(Transaction& txn, const Cred& c, std::string
   Ops ops(*store_);
   if ((flags & O_TMPFILE) == O_TMPFILE) return Status::Errno(EOPNOTSUPP);
   const bool creat = flags & O_CREAT;
+  if (creat && (flags & O_DIRECTORY)) return Status::Errno(EINVAL);
   const bool excl = creat && (flags & O_EXCL);
   const bool follow = !excl && !(flags & O_NOFOLLOW);
+  if (creat) {
+    // O_CREAT with a trailing slash fails once the directory part resolves, whatever the name.
+    AMINO_ASSIGN_OR_RETURN(Resolved e, ResolveEntry(ops, t, c, path));
+    if (e.last == Resolved::Last::kName && e.trailing_slash) return Status::Errno(EISDIR);
+  }
   AMINO_ASSIGN_OR_RETURN(Resolved r, ops.Resolve(t, c, path, follow));
   OpenResult out;
   if (!r.node) {

@@ -1,0 +1,501 @@
+// The consistency checker. It reads every database once, in one read-only transaction, builds a
+// per-file summary (memory proportional to the number of files, not to their data) and then
+// checks the summary against the invariants. Every violation is reported, not only the first:
+// a crash test that fails wants to see the whole damage.
+//
+// Scan order matters: Path first (depth order, so a parent directory is always seen before its
+// entries), then Orphan, then Data (each file's InodeValue key is a prefix of its page keys, so
+// it comes right before its pages and the file's size is known when its pages are checked), then
+// Names and Xattr.
+#include "schema/fsck.h"
+
+#include <sys/stat.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+
+#include "schema/records.h"
+#include "schema/transaction.h"
+
+namespace amino::schema {
+namespace {
+
+// What the databases say about one file id.
+struct FileSummary {
+  // Path db.
+  uint32_t paths = 0;
+  uint32_t paths_with_plmd = 0;
+  bool is_dir = false;     // some Path entry of this id is a directory
+  uint32_t path_type = 0;  // S_IFMT bits of the first Path entry
+  std::string first_path;
+  std::string second_path;
+  std::optional<Attr> plmd;  // of the first Path entry carrying one
+  uint32_t subdirs = 0;      // entries of this directory that are directories
+  // Orphan db.
+  std::optional<Attr> orphan;
+  // Data db.
+  bool has_inode_key = false;  // present, even if it failed to decode
+  std::optional<InodeValue> inode;
+  uint64_t pages = 0;
+  uint64_t page_bytes = 0;
+};
+
+std::string IdText(FileId id) { return "id " + std::to_string(id); }
+
+std::string Quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+bool ValidType(uint32_t mode) {
+  switch (mode & S_IFMT) {
+    case S_IFREG:
+    case S_IFDIR:
+    case S_IFLNK:
+    case S_IFCHR:
+    case S_IFBLK:
+    case S_IFIFO:
+    case S_IFSOCK:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A normalized absolute path: "/" or "/a/b" with no empty, "." or ".." components.
+bool WellFormedPath(std::string_view p) {
+  if (p.empty() || p[0] != '/') return false;
+  if (p == "/") return true;
+  size_t start = 1;
+  while (start <= p.size()) {
+    size_t end = p.find('/', start);
+    if (end == std::string_view::npos) end = p.size();
+    std::string_view comp = p.substr(start, end - start);
+    if (comp.empty() || comp == "." || comp == ".." || comp.size() > kNameMax) return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+class Checker {
+ public:
+  Checker(Store& store, DB_TXN* txn) : store_(store), txn_(txn) {}
+
+  Status Run() {
+    AMINO_RETURN_IF_ERROR(ScanPaths());
+    AMINO_RETURN_IF_ERROR(ScanOrphans());
+    AMINO_RETURN_IF_ERROR(ScanData());
+    AMINO_RETURN_IF_ERROR(ScanNames());
+    AMINO_RETURN_IF_ERROR(ScanXattrs());
+    CheckFiles();
+    return Status::Ok();
+  }
+
+  std::vector<Violation> TakeViolations() { return std::move(violations_); }
+
+ private:
+  void Report(std::string invariant, std::string detail) {
+    violations_.push_back(Violation{std::move(invariant), std::move(detail)});
+  }
+
+  // The stat information that governs the file: PLMD for one name, DLMD for several, the Orphan
+  // record for none; falls back to whatever exists when the record that should is missing.
+  static const Attr* EffectiveAttr(const FileSummary& f) {
+    uint32_t links = f.inode ? f.inode->link_count : f.paths;
+    const Attr* by_links = links > 1    ? (f.inode && f.inode->dlmd ? &*f.inode->dlmd : nullptr)
+                           : links == 1 ? (f.plmd ? &*f.plmd : nullptr)
+                                        : (f.orphan ? &*f.orphan : nullptr);
+    if (by_links) return by_links;
+    if (f.inode && f.inode->dlmd) return &*f.inode->dlmd;
+    if (f.plmd) return &*f.plmd;
+    if (f.orphan) return &*f.orphan;
+    return nullptr;
+  }
+
+  static std::string Describe(FileId id, const FileSummary& f) {
+    std::string s = IdText(id);
+    if (f.paths > 0)
+      s += " (" + Quote(f.first_path) + ")";
+    else if (f.orphan)
+      s += " (orphan)";
+    return s;
+  }
+
+  Status ScanPaths() {
+    Cursor cur(store_.path(), txn_);
+    AMINO_RETURN_IF_ERROR(cur.status());
+    Cursor names(store_.names(), txn_);
+    AMINO_RETURN_IF_ERROR(names.status());
+    bool root_seen = false;
+    for (Result<bool> more = cur.First();; more = cur.Next()) {
+      if (!more.ok()) return more.status();
+      if (!*more) break;
+      std::string_view key = cur.key();
+      std::string path = PathFromKey(key);
+      if (key.size() < 3 || !WellFormedPath(path)) {
+        Report("RECORD", "Path key " + Quote(path) + " is not a well-formed path");
+        continue;
+      }
+      uint16_t depth = static_cast<uint16_t>((uint8_t(key[0]) << 8) | uint8_t(key[1]));
+      if (depth != PathDepth(path)) {
+        Report("RECORD", "Path key " + Quote(path) + " has depth " + std::to_string(depth) +
+                             ", expected " + std::to_string(PathDepth(path)));
+        continue;
+      }
+      PathValue v;
+      if (!DecodePathValue(cur.value(), &v)) {
+        Report("RECORD", "Path value of " + Quote(path) + " does not decode");
+        continue;
+      }
+      uint32_t type = v.mode & S_IFMT;
+      if (!ValidType(v.mode)) {
+        Report("TYPE",
+               "Path entry " + Quote(path) + " has invalid file type bits " + std::to_string(type));
+      }
+      if (v.id == kSuperblockId) {
+        Report("UNIQID", "Path entry " + Quote(path) + " uses the reserved id 0");
+        continue;
+      }
+      if (path == "/") {
+        root_seen = true;
+        if (v.id != kRootId) {
+          Report("UNIQID", "root directory \"/\" has " + IdText(v.id) + ", expected id 1");
+        }
+        if (type != S_IFDIR) Report("TYPE", "root directory \"/\" is not a directory");
+      } else {
+        std::string parent(ParentPath(path));
+        auto dir = dirs_.find(parent);
+        if (dir == dirs_.end()) {
+          Report("PARENT", "Path entry " + Quote(path) + ": parent " + Quote(parent) +
+                               " is missing or not a directory");
+        } else if (type == S_IFDIR) {
+          files_[dir->second].subdirs++;
+        }
+      }
+      if (type == S_IFDIR) dirs_.emplace(path, v.id);
+
+      // Every name is indexed in Names under its id.
+      Result<bool> indexed = names.SeekBoth(IdKey(v.id), path);
+      if (!indexed.ok()) return indexed.status();
+      if (!*indexed) {
+        Report("REFCOUNT",
+               "Path entry " + Quote(path) + " (" + IdText(v.id) + ") has no Names entry");
+      }
+
+      FileSummary& f = files_[v.id];
+      if (f.paths == 0) {
+        f.first_path = path;
+        f.path_type = type;
+      } else {
+        if (f.second_path.empty()) f.second_path = path;
+        if (type != f.path_type) {
+          Report("TYPE", "Path entries " + Quote(f.first_path) + " and " + Quote(path) + " of " +
+                             IdText(v.id) + " disagree on the file type");
+        }
+      }
+      f.paths++;
+      if (type == S_IFDIR) f.is_dir = true;
+      if (v.plmd) {
+        f.paths_with_plmd++;
+        if (!f.plmd) f.plmd = v.plmd;
+      }
+    }
+    if (!root_seen) Report("PARENT", "root directory \"/\" is missing");
+    return Status::Ok();
+  }
+
+  Status ScanOrphans() {
+    Cursor cur(store_.orphan(), txn_);
+    AMINO_RETURN_IF_ERROR(cur.status());
+    for (Result<bool> more = cur.First();; more = cur.Next()) {
+      if (!more.ok()) return more.status();
+      if (!*more) break;
+      FileId id;
+      if (!ParseIdKey(cur.key(), &id)) {
+        Report("RECORD", "Orphan key of " + std::to_string(cur.key().size()) + " bytes");
+        continue;
+      }
+      Attr a;
+      if (!DecodeAttr(cur.value(), &a)) {
+        Report("RECORD", "Orphan value of " + IdText(id) + " does not decode");
+        continue;
+      }
+      if (id == kSuperblockId) {
+        Report("UNIQID", "Orphan entry uses the reserved id 0");
+        continue;
+      }
+      files_[id].orphan = a;
+    }
+    return Status::Ok();
+  }
+
+  Status ScanData() {
+    Cursor cur(store_.data(), txn_);
+    AMINO_RETURN_IF_ERROR(cur.status());
+    bool superblock_seen = false;
+    // The file whose InodeValue key was seen last; its pages follow it.
+    std::optional<FileId> current;
+    const FileSummary* current_file = nullptr;
+    for (Result<bool> more = cur.First();; more = cur.Next()) {
+      if (!more.ok()) return more.status();
+      if (!*more) break;
+      std::string_view key = cur.key();
+      FileId id;
+      uint64_t page;
+      if (ParseIdKey(key, &id)) {
+        current = id;
+        current_file = nullptr;
+        if (id == kSuperblockId) {
+          superblock_seen = true;
+          Superblock sb;
+          if (!DecodeSuperblock(cur.value(), &sb)) {
+            Report("SUPERBLOCK", "the superblock does not decode or has an unsupported format");
+          }
+          continue;
+        }
+        FileSummary& f = files_[id];
+        f.has_inode_key = true;
+        InodeValue v;
+        if (!DecodeInodeValue(cur.value(), &v)) {
+          Report("RECORD", "InodeValue of " + IdText(id) + " does not decode");
+          continue;
+        }
+        f.inode = v;
+        current_file = &f;
+      } else if (ParsePageKey(key, &id, &page)) {
+        if (!current || *current != id || id == kSuperblockId) {
+          Report("NOORPHANEDBLOCKS",
+                 "page " + std::to_string(page) + " of " + IdText(id) + " has no InodeValue");
+          continue;
+        }
+        if (!current_file) continue;  // the InodeValue is damaged: reported already
+        FileSummary& f = files_[id];
+        f.pages++;
+        f.page_bytes += cur.value().size();
+        CheckPage(id, f, page, cur.value().size());
+      } else {
+        Report("RECORD", "Data key of " + std::to_string(key.size()) + " bytes");
+      }
+    }
+    if (!superblock_seen) Report("SUPERBLOCK", "the superblock is missing");
+    return Status::Ok();
+  }
+
+  void CheckPage(FileId id, const FileSummary& f, uint64_t page, size_t len) {
+    const Attr* a = EffectiveAttr(f);
+    std::string what = "page " + std::to_string(page) + " of " + Describe(id, f);
+    if (len > kTransferUnit) {
+      Report("PAGESMATCHSIZE", what + " holds " + std::to_string(len) + " bytes, more than " +
+                                   std::to_string(kTransferUnit));
+    }
+    if (!a) return;  // no stat record to compare with: reported as a missing record
+    if (S_ISDIR(a->mode)) {
+      Report("PAGESMATCHSIZE", what + ": a directory holds no data pages");
+      return;
+    }
+    uint64_t size = a->size;
+    uint64_t pages_in_size = size / kTransferUnit + (size % kTransferUnit != 0);
+    if (page >= pages_in_size) {
+      Report("PAGESMATCHSIZE",
+             what + " lies past the end of the file (size " + std::to_string(size) + ")");
+    } else if (page == size / kTransferUnit && len <= kTransferUnit && len > size % kTransferUnit) {
+      Report("LASTPAGEMATCHESSIZE", what + " holds " + std::to_string(len) +
+                                        " bytes but the file ends " +
+                                        std::to_string(size % kTransferUnit) + " bytes into it");
+    }
+  }
+
+  Status ScanNames() {
+    Cursor cur(store_.names(), txn_);
+    AMINO_RETURN_IF_ERROR(cur.status());
+    for (Result<bool> more = cur.First();; more = cur.Next()) {
+      if (!more.ok()) return more.status();
+      if (!*more) break;
+      FileId id;
+      if (!ParseIdKey(cur.key(), &id)) {
+        Report("RECORD", "Names key of " + std::to_string(cur.key().size()) + " bytes");
+        continue;
+      }
+      std::string path(cur.value());
+      if (id == kSuperblockId) {
+        Report("UNIQID", "Names entry " + Quote(path) + " uses the reserved id 0");
+        continue;
+      }
+      // Each Names entry must be a Path entry of the same id. Together with the check in
+      // ScanPaths (every Path entry is in Names) this makes the two sets equal.
+      auto got = store_.Get(store_.path(), txn_, PathKey(path));
+      if (!got.ok()) return got.status();
+      PathValue v;
+      if (!got->has_value()) {
+        Report("REFCOUNT",
+               "Names entry " + Quote(path) + " of " + IdText(id) + " has no Path entry");
+      } else if (DecodePathValue(**got, &v) && v.id != id) {
+        Report("REFCOUNT", "Names entry " + Quote(path) + " of " + IdText(id) +
+                               " names a Path entry of " + IdText(v.id));
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status ScanXattrs() {
+    Cursor cur(store_.xattr(), txn_);
+    AMINO_RETURN_IF_ERROR(cur.status());
+    for (Result<bool> more = cur.First();; more = cur.Next()) {
+      if (!more.ok()) return more.status();
+      if (!*more) break;
+      std::string_view key = cur.key();
+      FileId id;
+      if (key.size() <= 8 || !ParseIdKey(key.substr(0, 8), &id)) {
+        Report("RECORD", "Xattr key of " + std::to_string(key.size()) + " bytes");
+        continue;
+      }
+      std::string name(key.substr(8));
+      auto f = files_.find(id);
+      if (f == files_.end() || !f->second.has_inode_key) {
+        Report("NOORPHANEDBLOCKS",
+               "extended attribute " + Quote(name) + " of " + IdText(id) + " has no InodeValue");
+      }
+    }
+    return Status::Ok();
+  }
+
+  void CheckFiles() {
+    for (const auto& [id, f] : files_) {
+      std::string who = Describe(id, f);
+      // When the id is shared by something that is not one of this file's names, the counts
+      // below do not describe one file: the UNIQID report says it all.
+      bool foreign_id = CheckUniqueId(id, f, who);
+      if (!f.has_inode_key) {
+        if (f.paths > 0 || f.orphan) Report("NOORPHANEDFILES", who + " has no InodeValue");
+        continue;
+      }
+      if (!f.inode) continue;  // does not decode: reported already
+      if (!foreign_id) CheckRefCount(f, who);
+      if (const Attr* a = EffectiveAttr(f)) CheckMetadata(f, *a, who);
+      CheckNamedOrOpen(f, who);
+      CheckMetadataPlace(f, who);
+    }
+  }
+
+  // UNIQID. Returns whether the id is used by more than one file.
+  bool CheckUniqueId(FileId id, const FileSummary& f, const std::string& who) {
+    bool shared = false;
+    if (f.is_dir && f.paths > 1) {
+      shared = true;
+      Report("UNIQID", "directory " + IdText(id) + " has " + std::to_string(f.paths) +
+                           " Path entries (" + Quote(f.first_path) + ", " + Quote(f.second_path) +
+                           ")");
+    }
+    if (f.orphan && f.paths > 0) {
+      shared = true;
+      Report("UNIQID", who + " is both in the Orphan db and in the Path db");
+    }
+    uint32_t links = f.inode ? f.inode->link_count : 0;
+    if (f.inode && !f.is_dir && f.paths > 1 && links <= 1) {
+      shared = true;
+      Report("UNIQID", who + " is used by " + std::to_string(f.paths) + " Path entries (" +
+                           Quote(f.first_path) + ", " + Quote(f.second_path) +
+                           ") but is not a hard link (link_count " + std::to_string(links) + ")");
+    }
+    return shared;
+  }
+
+  // REFCOUNT: the link count matches the names (Names and Path agree: checked in the scans).
+  void CheckRefCount(const FileSummary& f, const std::string& who) {
+    uint32_t links = f.inode->link_count;
+    if (links != f.paths) {
+      Report("REFCOUNT", who + " has link_count " + std::to_string(links) + " but " +
+                             std::to_string(f.paths) + " Path entries");
+    }
+  }
+
+  // The stat record against the rest: nlink (REFCOUNT), type, blocks, symbolic-link target.
+  void CheckMetadata(const FileSummary& f, const Attr& a, const std::string& who) {
+    uint32_t links = f.inode->link_count;
+    uint32_t type = a.mode & S_IFMT;
+    uint32_t want = links == 0 ? 0 : type == S_IFDIR ? 2 + f.subdirs : links;
+    if (a.nlink != want) {
+      Report("REFCOUNT", who + " has stat nlink " + std::to_string(a.nlink) + ", expected " +
+                             std::to_string(want) +
+                             (type == S_IFDIR && links > 0 ? " (2 + subdirectories)" : ""));
+    }
+    if (f.paths > 0 && type != f.path_type) {
+      Report("TYPE", who + ": the Path entry says file type " + std::to_string(f.path_type) +
+                         ", the metadata " + std::to_string(type));
+    }
+    if (!ValidType(a.mode)) {
+      Report("TYPE", who + " has invalid file type bits " + std::to_string(type));
+    }
+    // st_blocks counts the stored pages, 4 KiB each.
+    if (a.blocks != f.pages * (kTransferUnit / 512)) {
+      Report("BLOCKS", who + " has st_blocks " + std::to_string(a.blocks) + " but " +
+                           std::to_string(f.pages) + " stored pages");
+    }
+    // A symbolic link's target is its page 0, exactly `size` bytes long.
+    if (type == S_IFLNK && (a.size == 0 || a.size > kSymlinkMax)) {
+      Report("SYMLINK",
+             who + " is a symbolic link with a target of " + std::to_string(a.size) + " bytes");
+    } else if (type == S_IFLNK && f.page_bytes != a.size) {
+      Report("SYMLINK", who + " is a symbolic link of size " + std::to_string(a.size) +
+                            " whose stored target holds " + std::to_string(f.page_bytes) +
+                            " bytes");
+    }
+  }
+
+  // NOORPHANEDFILES: a file has a name or is open, and is in the Orphan db exactly when it has
+  // no name.
+  void CheckNamedOrOpen(const FileSummary& f, const std::string& who) {
+    uint32_t links = f.inode->link_count;
+    if (links == 0 && f.inode->open_count == 0) {
+      Report("NOORPHANEDFILES", who + " has neither a name nor an open file description");
+    }
+    if (links == 0 && !f.orphan) {
+      Report("NOORPHANEDFILES", who + " has link_count 0 but is not in the Orphan db");
+    }
+    if (links > 0 && f.orphan && f.paths == 0) {
+      Report("NOORPHANEDFILES",
+             who + " is in the Orphan db but has link_count " + std::to_string(links));
+    }
+    if (links > 0 && f.paths == 0 && !f.orphan) {
+      Report("NOORPHANEDFILES", who + " has link_count " + std::to_string(links) +
+                                    " but no name and is not in the Orphan db");
+    }
+  }
+
+  // HARDLINKUSESDLMD: the metadata lives in the DLMD exactly when the file has several names,
+  // in the PLMD of its name exactly when it has one.
+  void CheckMetadataPlace(const FileSummary& f, const std::string& who) {
+    uint32_t links = f.inode->link_count;
+    if ((links > 1) != f.inode->dlmd.has_value()) {
+      Report("HARDLINKUSESDLMD", who + " has link_count " + std::to_string(links) +
+                                     (f.inode->dlmd ? " and a DLMD" : " but no DLMD"));
+    }
+    if (links == 1 ? f.paths_with_plmd != f.paths : f.paths_with_plmd > 0) {
+      Report("HARDLINKUSESDLMD", who + " has link_count " + std::to_string(links) + " and " +
+                                     std::to_string(f.paths_with_plmd) + " of " +
+                                     std::to_string(f.paths) + " Path entries carry a PLMD");
+    }
+  }
+
+  Store& store_;
+  DB_TXN* txn_;
+  std::map<FileId, FileSummary> files_;
+  std::unordered_map<std::string, FileId> dirs_;  // directory path -> id
+  std::vector<Violation> violations_;
+};
+
+}  // namespace
+
+Result<std::vector<Violation>> Fsck(Store& store) {
+  DB_TXN* raw = nullptr;
+  AMINO_RETURN_IF_ERROR(
+      DbStatus(store.env()->txn_begin(store.env(), nullptr, &raw, 0), "fsck: txn_begin"));
+  Transaction txn(raw, nullptr);  // read-only: aborted when it goes out of scope
+  Checker checker(store, raw);
+  AMINO_RETURN_IF_ERROR(checker.Run());
+  AMINO_RETURN_IF_ERROR(txn.Abort());
+  return checker.TakeViolations();
+}
+
+}  // namespace amino::schema
