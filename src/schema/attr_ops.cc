@@ -32,13 +32,19 @@ Status ChownNode(Ops& ops, DB_TXN* t, const Cred& c, Node& n, uid_t uid, gid_t g
       return Status::Errno(EPERM);
     }
   }
+  // chown drops set-user-id, and set-group-id where it means "execute as the group" or the
+  // caller is outside the file's group, even when no id changes; only the owner may cause that.
+  uint32_t mode = n.attr.mode;
+  if (!n.is_dir() && !n.is_link()) {
+    mode &= ~S_ISUID;
+    if ((mode & S_ISGID) && ((mode & S_IXGRP) || !(c.privileged() || c.in_group(n.attr.gid)))) {
+      mode &= ~S_ISGID;
+    }
+  }
+  if (mode != n.attr.mode && !IsOwnerOrPrivileged(n.attr, c)) return Status::Errno(EPERM);
+  n.attr.mode = mode;
   if (set_uid) n.attr.uid = uid;
   if (set_gid) n.attr.gid = gid;
-  // A change of owner drops set-user-id, and set-group-id where it means "execute as group".
-  if (!n.is_dir() && !n.is_link()) {
-    n.attr.mode &= ~S_ISUID;
-    if ((n.attr.mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP)) n.attr.mode &= ~S_ISGID;
-  }
   n.attr.ctime = Now();
   return ops.SaveAttr(t, n);
 }

@@ -63,7 +63,10 @@ class Ops {
   Status TouchDir(DB_TXN* t, std::string_view dir, int nlink_delta, const timespec& now);
 
   // Path resolution (see filesystem.h). `follow`: follow a symbolic link in the last component.
-  Result<Resolved> Resolve(DB_TXN* t, const Cred& c, std::string_view path, bool follow);
+  // `creating` (open with O_CREAT): a last component that must be a directory (a trailing
+  // slash, also one a followed link brought) is EISDIR before it is looked up.
+  Result<Resolved> Resolve(DB_TXN* t, const Cred& c, std::string_view path, bool follow,
+                           bool creating = false);
   // Resolve and require the file to exist.
   Result<Node> ResolveExisting(DB_TXN* t, const Cred& c, std::string_view path, bool follow);
 

@@ -333,15 +333,16 @@ Status FileSystem::Link(Transaction& txn, const Cred& c, std::string_view oldpat
   if (r.trailing_slash) return Status::Errno(ENOENT);
   AMINO_ASSIGN_OR_RETURN(std::optional<Node> parent, ops.LookupPath(t, r.parent));
   if (!parent) return Status::Errno(ENOENT);
-  if (!Permitted(parent->attr, c, 3)) return Status::Errno(EACCES);
-  if (old.is_dir()) return Status::Errno(EPERM);
-  // fs.protected_hardlinks: only the owner may link a file it could not read and write.
+  // fs.protected_hardlinks (may_linkat) comes first: only the owner may link a file it could
+  // not read and write, nor a special or set-id one.
   if (!IsOwnerOrPrivileged(old.attr, c)) {
     bool safe = S_ISREG(old.attr.mode) && !(old.attr.mode & S_ISUID) &&
                 (old.attr.mode & (S_ISGID | S_IXGRP)) != (S_ISGID | S_IXGRP) &&
                 Permitted(old.attr, c, 6);
     if (!safe) return Status::Errno(EPERM);
   }
+  if (!Permitted(parent->attr, c, 3)) return Status::Errno(EACCES);
+  if (old.is_dir()) return Status::Errno(EPERM);
   if (old.where == Node::Where::kPlmd) {
     AMINO_ASSIGN_OR_RETURN(old.iv, ops.GetInode(t, old.id));
   }
@@ -412,6 +413,7 @@ Status FileSystem::Rename(Transaction& txn, const Cred& c, std::string_view oldp
     if (ro.trailing_slash) return Status::Errno(ENOTDIR);
     if (!exchange && rn.trailing_slash) return Status::Errno(ENOTDIR);
   }
+  if (exchange && !rn.node->is_dir() && rn.trailing_slash) return Status::Errno(ENOTDIR);
   if (IsSameOrDescendant(rn.parent, from)) return Status::Errno(EINVAL);
   if (rn.node && IsSameOrDescendant(ro.parent, to)) {
     return Status::Errno(exchange ? EINVAL : ENOTEMPTY);
@@ -489,12 +491,7 @@ Result<OpenResult> FileSystem::Open(Transaction& txn, const Cred& c, std::string
   if (creat && (flags & O_DIRECTORY)) return Status::Errno(EINVAL);
   const bool excl = creat && (flags & O_EXCL);
   const bool follow = !excl && !(flags & O_NOFOLLOW);
-  if (creat) {
-    // O_CREAT with a trailing slash fails once the directory part resolves, whatever the name.
-    AMINO_ASSIGN_OR_RETURN(Resolved e, ResolveEntry(ops, t, c, path));
-    if (e.last == Resolved::Last::kName && e.trailing_slash) return Status::Errno(EISDIR);
-  }
-  AMINO_ASSIGN_OR_RETURN(Resolved r, ops.Resolve(t, c, path, follow));
+  AMINO_ASSIGN_OR_RETURN(Resolved r, ops.Resolve(t, c, path, follow, creat));
   OpenResult out;
   if (!r.node) {
     if (!creat) return Status::Errno(ENOENT);

@@ -166,7 +166,8 @@ constexpr int kMaxSymlinks = 40;
 
 }  // namespace
 
-Result<Resolved> Ops::Resolve(DB_TXN* t, const Cred& c, std::string_view path, bool follow) {
+Result<Resolved> Ops::Resolve(DB_TXN* t, const Cred& c, std::string_view path, bool follow,
+                              bool creating) {
   if (path.empty()) return Status::Errno(ENOENT);
   if (path.size() >= kPathMax) return Status::Errno(ENAMETOOLONG);
 
@@ -236,6 +237,7 @@ Result<Resolved> Ops::Resolve(DB_TXN* t, const Cred& c, std::string_view path, b
       continue;
     }
 
+    if (last && creating && trailing) return Status::Errno(EISDIR);
     std::string child = JoinPath(cur, comp);
     AMINO_ASSIGN_OR_RETURN(std::optional<Node> n, LookupPath(t, child));
     if (!n) {
