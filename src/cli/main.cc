@@ -1,5 +1,5 @@
-// amino: the monitor and the administrator tools of Amino file systems. Parses the command line and dispatches to
-// the one subcommand named on it.
+// amino: the monitor and the administrator tools of Amino file systems. Parses the command
+// line and dispatches to the one subcommand named on it.
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <string>

@@ -1,0 +1,191 @@
+// open(2): flags, access modes, the errnos of each combination (against the kernel), and files
+// that outlive their last name while open (orphans).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fs_test.h"
+
+namespace amino::schema::testing {
+namespace {
+
+class OpenTest : public FsTest {
+ protected:
+  // The errno of open on the host (closing the descriptor if it opened).
+  int HostOpen(const std::string& p, int flags, mode_t mode = 0644, const Cred& c = Cred::Root()) {
+    std::string hp = H(p);
+    return HostErrAs(c, [&]() -> long {
+      int fd = open(hp.c_str(), flags, mode);
+      if (fd >= 0) close(fd);
+      return fd;
+    });
+  }
+  // The errno of open in the schema (closing the file if it opened).
+  int SchemaOpen(const std::string& p, int flags, mode_t mode = 0644,
+                 const Cred& c = Cred::Root()) {
+    Client cl(fs_.get(), c);
+    Result<OpenResult> o = cl.Open(p, flags, mode);
+    if (o.ok()) {
+      EXPECT_TRUE(root().Close(o->id).ok());
+    }
+    return Err(o);
+  }
+  void ExpectSameOpen(const std::string& p, int flags, mode_t mode = 0644,
+                      const Cred& c = Cred::Root()) {
+    EXPECT_EQ(ErrName(SchemaOpen(p, flags, mode, c)), ErrName(HostOpen(p, flags, mode, c)))
+        << "open(\"" << p << "\", 0" << std::oct << flags << ") as uid " << std::dec << c.uid;
+  }
+};
+
+TEST_F(OpenTest, FlagCombinationsMatchTheKernel) {
+  ASSERT_NO_FATAL_FAILURE(BothFile("/f", "data"));
+  ASSERT_NO_FATAL_FAILURE(BothDir("/d"));
+  ASSERT_NO_FATAL_FAILURE(BothSymlink("f", "/lf"));
+  ASSERT_NO_FATAL_FAILURE(BothSymlink("d", "/ld"));
+  ASSERT_NO_FATAL_FAILURE(BothSymlink("missing", "/dangling"));
+  ASSERT_NO_FATAL_FAILURE(BothSymlink("loop", "/loop"));
+  const int acc[] = {O_RDONLY, O_WRONLY, O_RDWR};
+  const int extra[] = {0,           O_CREAT,    O_CREAT | O_EXCL,     O_TRUNC,
+                       O_DIRECTORY, O_NOFOLLOW, O_CREAT | O_NOFOLLOW, O_DIRECTORY | O_NOFOLLOW,
+                       O_APPEND};
+  for (const char* p : {"/f", "/d", "/lf", "/ld", "/loop", "/dangling", "/none", "/f/", "/d/",
+                        "/ld/", "/f/x", "/none/x", "/d/.", "/d/.."}) {
+    for (int a : acc) {
+      for (int e : extra) {
+        // Creations are undone on both sides so each case starts from the same tree.
+        ExpectSameOpen(p, a | e);
+        for (const char* made : {"/none", "/missing"}) {
+          if (root().LStat(made).ok()) {
+            ASSERT_TRUE(root().Unlink(made).ok());
+          }
+          unlink(H(made).c_str());
+        }
+      }
+    }
+  }
+}
+
+TEST_F(OpenTest, CreateWithDirectoryFlagIsInvalid) {
+  // Linux 6.4 and later refuse O_CREAT | O_DIRECTORY outright.
+  ExpectSameOpen("/new", O_RDONLY | O_CREAT | O_DIRECTORY);
+  ExpectSameOpen("/new", O_RDWR | O_CREAT | O_DIRECTORY);
+}
+
+TEST_F(OpenTest, CreateWithTrailingSlashIsEISDIR) {
+  ASSERT_NO_FATAL_FAILURE(BothFile("/f"));
+  ExpectSameOpen("/new/", O_WRONLY | O_CREAT);
+  ExpectSameOpen("/f/", O_WRONLY | O_CREAT);
+}
+
+TEST_F(OpenTest, CreateThroughADanglingLinkCreatesTheTarget) {
+  ASSERT_NO_FATAL_FAILURE(BothSymlink("target", "/l"));
+  ExpectSameOpen("/l", O_WRONLY | O_CREAT | O_EXCL);
+  ExpectSameOpen("/l", O_WRONLY | O_CREAT);
+  EXPECT_EQ(FileType(*root().LStat("/target")), S_IFREG);
+  EXPECT_EQ(FileType(*root().LStat("/l")), S_IFLNK);
+}
+
+// A link whose target ends in "/" gives the last component a trailing slash: O_CREAT through
+// it is EISDIR whether the target exists as a file, is missing, or leads through more links.
+TEST_F(OpenTest, CreateThroughALinkWithTrailingSlashIsEISDIR) {
+  ASSERT_NO_FATAL_FAILURE(BothFile("/f"));
+  ASSERT_NO_FATAL_FAILURE(BothSymlink("f/", "/to-file"));
+  ASSERT_NO_FATAL_FAILURE(BothSymlink("missing/", "/to-missing"));
+  ASSERT_NO_FATAL_FAILURE(BothSymlink("c/c", "/b"));
+  ASSERT_NO_FATAL_FAILURE(BothSymlink("b/", "/to-link"));
+  for (const char* p : {"/to-file", "/to-missing", "/to-link"}) {
+    ExpectSameOpen(p, O_WRONLY | O_CREAT);
+    ExpectSameOpen(p, O_RDONLY);
+  }
+}
+
+TEST_F(OpenTest, TruncateOnOpen) {
+  ASSERT_TRUE(root().WriteFile("/f", "some data").ok());
+  Result<OpenResult> o = root().Open("/f", O_WRONLY | O_TRUNC);
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(root().FStat(o->id)->attr.size, 0u);
+  ASSERT_TRUE(root().Close(o->id).ok());
+  // Linux truncates even when the file is opened read-only.
+  ASSERT_TRUE(root().WriteFile("/g", "more data").ok());
+  ASSERT_NO_FATAL_FAILURE(BothFile("/g", "more data"));
+  ExpectSameOpen("/g", O_RDONLY | O_TRUNC);
+  struct stat st;
+  ASSERT_EQ(stat(H("/g").c_str(), &st), 0);
+  EXPECT_EQ(root().GetStat("/g")->attr.size, static_cast<uint64_t>(st.st_size));
+}
+
+TEST_F(OpenTest, AccessModesAreCheckedAgainstTheCaller) {
+  for (mode_t m : {0000, 0400, 0200, 0600, 0004, 0002, 0040, 0020, 0644, 0666}) {
+    std::string p = "/m" + std::to_string(m);
+    ASSERT_NO_FATAL_FAILURE(BothFile(p, "", m));
+    ASSERT_NO_FATAL_FAILURE(BothChown(p, 1001, 1000));
+  }
+  ASSERT_NO_FATAL_FAILURE(BothDir("/d", 0700));
+  ASSERT_NO_FATAL_FAILURE(BothFile("/d/f", "", 0666));
+  for (const Cred& c : {Cred::Root(), Cred::User(1001, 1001), Cred::User(1000, 1000),
+                        Cred::User(2000, 2000), Cred::User(2000, 2000, {1000})}) {
+    for (mode_t m : {0000, 0400, 0200, 0600, 0004, 0002, 0040, 0020, 0644, 0666}) {
+      std::string p = "/m" + std::to_string(m);
+      for (int a : {O_RDONLY, O_WRONLY, O_RDWR, O_RDONLY | O_TRUNC}) ExpectSameOpen(p, a, 0, c);
+    }
+    ExpectSameOpen("/d/f", O_RDONLY, 0, c);
+    ExpectSameOpen("/d/new", O_WRONLY | O_CREAT, 0644, c);
+  }
+}
+
+TEST_F(OpenTest, UnlinkedOpenFileStaysReadableUntilClosed) {
+  ASSERT_TRUE(root().WriteFile("/f", "still here").ok());
+  Result<OpenResult> a = root().Open("/f", O_RDWR);
+  Result<OpenResult> b = root().Open("/f", O_RDONLY);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(root().Unlink("/f").ok());
+  EXPECT_ERRNO(root().GetStat("/f"), ENOENT);
+  EXPECT_EQ(root().ListNames("/").value(), std::vector<std::string>{});
+  EXPECT_EQ(*root().Read(a->id, 0, 100), "still here");
+  Result<Stat> st = root().FStat(a->id);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->attr.nlink, 0u);
+  EXPECT_EQ(st->attr.size, 10u);
+  EXPECT_EQ(root().Names(a->id).value(), std::vector<std::string>{});
+  ASSERT_TRUE(root().Write(a->id, 10, ", written").ok());
+  ExpectConsistent();  // the orphan is accounted for while open
+  // A new file with the old name is a different file.
+  ASSERT_TRUE(root().WriteFile("/f", "new").ok());
+  EXPECT_NE(root().GetStat("/f")->ino, a->id);
+  ASSERT_TRUE(root().Close(a->id).ok());
+  EXPECT_EQ(*root().Read(b->id, 0, 100), "still here, written");
+  ASSERT_TRUE(root().Close(b->id).ok());
+  EXPECT_FALSE(root().FStat(b->id).ok()) << "the orphan was freed on its last close";
+  ExpectConsistent();
+  EXPECT_EQ(*root().ReadFile("/f"), "new");
+}
+
+TEST_F(OpenTest, OrphansLeftByADeadProcessAreRemovedOnOpen) {
+  ASSERT_TRUE(root().WriteFile("/f", std::string(20000, 'x')).ok());
+  Result<OpenResult> o = root().Open("/f", O_RDONLY);
+  ASSERT_TRUE(o.ok());
+  ASSERT_TRUE(root().Unlink("/f").ok());
+  ASSERT_TRUE(root().WriteFile("/kept", "k").ok());
+  Result<OpenResult> k = root().Open("/kept", O_RDONLY);
+  ASSERT_TRUE(k.ok());
+  Reopen();  // the opener is gone without closing anything
+  EXPECT_FALSE(root().FStat(o->id).ok());
+  ExpectConsistent();
+  EXPECT_EQ(*root().ReadFile("/kept"), "k");
+}
+
+TEST_F(OpenTest, RemovedDirectoryStillOpenListsNothing) {
+  ASSERT_TRUE(root().Mkdir("/d").ok());
+  Result<OpenResult> o = root().Open("/d", O_RDONLY | O_DIRECTORY);
+  ASSERT_TRUE(o.ok());
+  ASSERT_TRUE(root().Rmdir("/d").ok());
+  ASSERT_TRUE(root().Mkdir("/d").ok());
+  ASSERT_TRUE(root().WriteFile("/d/new", "").ok());
+  Result<std::vector<DirEntry>> l = root().ReadDir(o->id, "", 10);
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_TRUE(l->empty()) << "entries of the new /d listed through the removed one";
+  ASSERT_TRUE(root().Close(o->id).ok());
+}
+
+}  // namespace
+}  // namespace amino::schema::testing
