@@ -48,6 +48,7 @@ struct Thread {
   std::shared_ptr<Process> proc;
   State state = State::kRunning;
   bool want_exit_stop = false;  // resume with PTRACE_SYSCALL to see this call's exit
+  bool starting = false;        // the command's process before its exec: not traced yet
   bool in_syscall = false;      // ptrace backend: between entry and exit stops
   long pending_nr = -1;         // the call whose exit is awaited
   bool parked_seccomp = false;  // a parked call was stopped by the filter (not PTRACE_SYSCALL)

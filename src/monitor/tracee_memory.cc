@@ -49,6 +49,19 @@ int WriteMemory(Process& p, uint64_t addr, const void* buf, size_t len) {
   return 0;
 }
 
+size_t WritePartial(Process& p, uint64_t addr, const void* buf, size_t len) {
+  if (WriteMemory(p, addr, buf, len) == 0) return len;
+  // Page by page up to the first unmapped one.
+  size_t done = 0;
+  const auto* src = static_cast<const char*>(buf);
+  while (done < len) {
+    size_t chunk = std::min(len - done, 4096 - ((addr + done) % 4096));
+    if (WriteMemory(p, addr + done, src + done, chunk) != 0) break;
+    done += chunk;
+  }
+  return done;
+}
+
 int ReadString(Process& p, uint64_t addr, size_t max, std::string* out) {
   out->clear();
   int fd = MemFd(p);

@@ -15,6 +15,9 @@ namespace amino::monitor {
 // 0 on success, else an errno.
 int ReadMemory(Process& p, uint64_t addr, void* buf, size_t len);
 int WriteMemory(Process& p, uint64_t addr, const void* buf, size_t len);
+// Writes as much of `buf` as is mapped from `addr` on, as the kernel's copies do; returns the
+// number of bytes written.
+size_t WritePartial(Process& p, uint64_t addr, const void* buf, size_t len);
 // A NUL-terminated string of at most `max` bytes including the NUL: ENAMETOOLONG if longer.
 int ReadString(Process& p, uint64_t addr, size_t max, std::string* out);
 

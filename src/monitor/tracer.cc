@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -78,6 +79,9 @@ bool Tracer::StartCommand() {
     while (read(sync[0], &c, 1) < 0 && errno == EINTR) {
     }
     close(sync[0]);
+    // Under the ptrace backend the monitor starts watching calls at this stop, so the
+    // command's first traced call is its execve, as under the filter.
+    if (options_.backend == Backend::kPtrace) raise(SIGSTOP);
     if (options_.backend == Backend::kSeccomp) {
       std::string err = ptrace_ext::InstallTraceFilter(
           std::vector<long>(trapped_.begin(), trapped_.end()));
@@ -105,7 +109,7 @@ bool Tracer::StartCommand() {
     return false;
   }
   root_ = pid;
-  table_.AddRoot(pid);
+  table_.AddRoot(pid).starting = options_.backend == Backend::kPtrace;
   close(sync[1]);  // the child may go on: it is traced
   return true;
 }
@@ -157,7 +161,21 @@ int Tracer::Run() {
     stats_.Print(options_.stats_out, ptrace_ext::BackendName(options_.backend), NowNs() - start);
   }
   if (root_status_ < 0) return 126;
-  if (WIFSIGNALED(root_status_)) return 128 + WTERMSIG(root_status_);
+  if (WIFSIGNALED(root_status_)) {
+    // Die the same way, so a waiting shell sees the signal (bash ends a script on a child killed
+    // by SIGINT) and not merely an exit code. The monitor's own core is not wanted.
+    const int sig = WTERMSIG(root_status_);
+    std::fflush(nullptr);
+    struct rlimit no_core {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    signal(sig, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    sigprocmask(SIG_UNBLOCK, &set, nullptr);
+    kill(getpid(), sig);
+    return 128 + sig;  // a signal that does not end a process
+  }
   return WEXITSTATUS(root_status_);
 }
 
@@ -216,6 +234,11 @@ void Tracer::HandleStop(pid_t tid, int status) {
       return;
     case 0:
       stats_.Count(StopKind::kSignal);
+      if (t->starting && sig == SIGSTOP) {
+        t->starting = false;  // the child is about to exec: trace from here, drop the stop
+        Resume(*t);
+        return;
+      }
       Resume(*t, sig);  // signal-delivery-stop: deliver it
       return;
     default:
@@ -351,7 +374,8 @@ void Tracer::OnGroupStop(Thread& t, int sig) {
 }
 
 void Tracer::Resume(Thread& t, int sig) {
-  const bool syscall_stops = options_.backend == Backend::kPtrace || t.want_exit_stop;
+  const bool syscall_stops =
+      (options_.backend == Backend::kPtrace && !t.starting) || t.want_exit_stop;
   Ptrace(syscall_stops ? PTRACE_SYSCALL : PTRACE_CONT, t.tid, 0, static_cast<uintptr_t>(sig));
 }
 

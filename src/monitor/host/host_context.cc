@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <fstream>
 #include <sstream>
@@ -103,7 +104,8 @@ int ResolveDirFd(Thread& t, int dirfd, const std::string& path, ScopedFd& holder
   return fd;
 }
 
-int ReadPath(Thread& t, uint64_t addr, std::string* out) {
+int ReadPath(Thread& t, uint64_t addr, std::string* out, bool* via_shadow) {
+  if (via_shadow) *via_shadow = false;
   int err = ReadString(*t.proc, addr, 4096, out);
   if (err) return err;
   auto rewrite = [&](const std::string& from, const std::string& to) {
@@ -115,6 +117,19 @@ int ReadPath(Thread& t, uint64_t addr, std::string* out) {
   rewrite("/proc/self", "/proc/" + std::to_string(t.proc->tgid));
   rewrite("/proc/thread-self",
           "/proc/" + std::to_string(t.proc->tgid) + "/task/" + std::to_string(t.tid));
+  const std::string own = "/proc/" + std::to_string(t.proc->tgid);
+  for (const std::string& dir : {own + "/fd/", own + "/task/" + std::to_string(t.tid) + "/fd/",
+                                 std::string("/dev/fd/")}) {
+    if (out->compare(0, dir.size(), dir) != 0) continue;
+    size_t end = dir.size();
+    while (end < out->size() && isdigit(static_cast<unsigned char>((*out)[end]))) ++end;
+    if (end == dir.size() || end - dir.size() > 9 || (end < out->size() && (*out)[end] != '/')) break;
+    std::shared_ptr<HostFile> f = ShadowOf(t, std::stoi(out->substr(dir.size(), end - dir.size())));
+    if (!f) break;
+    *out = "/proc/self/fd/" + std::to_string(f->fd) + out->substr(end);
+    if (via_shadow) *via_shadow = true;
+    break;
+  }
   return 0;
 }
 

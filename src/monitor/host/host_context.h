@@ -83,8 +83,10 @@ std::shared_ptr<HostFile> ShadowOf(Thread& t, int fd);
 int ResolveDirFd(Thread& t, int dirfd, const std::string& path, ScopedFd& holder);
 
 // Reads a path argument as the kernel would: EFAULT, ENAMETOOLONG. /proc/self and
-// /proc/thread-self are rewritten to the tracee's own entries.
-int ReadPath(Thread& t, uint64_t addr, std::string* out);
+// /proc/thread-self are rewritten to the tracee's own entries, and a path through the tracee's
+// own descriptor directory (/proc/PID/fd/N, /dev/fd/N) to a shadow becomes the monitor's path to
+// the host file (*via_shadow is then set: not a kernel path).
+int ReadPath(Thread& t, uint64_t addr, std::string* out, bool* via_shadow = nullptr);
 
 // Paths whose meaning depends on the calling process or on kernel objects, left to the kernel.
 bool IsKernelPath(const std::string& path);

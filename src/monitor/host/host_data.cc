@@ -57,8 +57,11 @@ long ReadInto(Thread& t, int fd, const std::vector<iovec>& iov, int64_t offset, 
                            : readv(fd, &local, 1);
       if (n < 0) return done ? static_cast<long>(done) : -errno;
       if (n == 0) goto out;
-      if (WriteMemory(*t.proc, reinterpret_cast<uint64_t>(v.iov_base) + in_vec, buf.data(),
-                      static_cast<size_t>(n)) != 0) {
+      const size_t copied = WritePartial(*t.proc, reinterpret_cast<uint64_t>(v.iov_base) + in_vec,
+                                         buf.data(), static_cast<size_t>(n));
+      if (copied < static_cast<size_t>(n)) {
+        // The kernel returns what it could copy before the fault, or EFAULT for nothing.
+        done += copied;
         if (done == 0) return -EFAULT;
         goto out;
       }

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -46,7 +47,9 @@ const Creds& HostHandler::CredsOf(Thread& t) {
 std::vector<long> HostHandler::ExtraTrapped() const {
   // Credential and umask changes invalidate what the monitor caches of a thread.
   return {SYS_setuid,   SYS_setgid,   SYS_setreuid, SYS_setregid, SYS_setresuid,
-          SYS_setresgid, SYS_setfsuid, SYS_setfsgid, SYS_setgroups, SYS_umask};
+          SYS_setresgid, SYS_setfsuid, SYS_setfsgid, SYS_setgroups, SYS_umask,
+          // Shadows travel between processes in SCM_RIGHTS messages.
+          SYS_sendmsg, SYS_recvmsg};
 }
 
 bool HostHandler::EnsureRegion(Thread& t, SyscallRegs& call, Decision* restart) {
@@ -108,6 +111,18 @@ Decision HostHandler::OnEntry(Thread& t, SyscallRegs& call) {
       return Dup(t, call);
     case SYS_fcntl:
       return Fcntl(t, call);
+    case SYS_sendmsg:
+      for (int fd : PassedFds(t, call.arg(1))) {
+        if (std::shared_ptr<HostFile> f = ShadowOf(t, fd)) in_flight_.emplace(f->placeholder_ino, f);
+      }
+      return Decision::Pass();
+    case SYS_recvmsg: {
+      Pending p;
+      p.kind = Pending::Kind::kRecvMsg;
+      p.original = call;
+      pending_[t.tid] = std::move(p);
+      return Decision::ObserveExit();
+    }
     case SYS_mmap:
       return Mmap(t, call);
     case SYS_fchdir:
@@ -156,9 +171,10 @@ Decision HostHandler::OnEntry(Thread& t, SyscallRegs& call) {
 Decision HostHandler::Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t path_addr,
                            int flags, mode_t mode) {
   std::string path;
-  if (int err = ReadPath(t, path_addr, &path)) return Decision::Emulate(-err);
+  bool via_shadow;
+  if (int err = ReadPath(t, path_addr, &path, &via_shadow)) return Decision::Emulate(-err);
   if (path.empty()) return Decision::Emulate(-ENOENT);
-  if (IsKernelPath(path)) return Decision::Pass();
+  if (!via_shadow && IsKernelPath(path)) return Decision::Pass();
   ScopedFd holder;
   int dfd = ResolveDirFd(t, dirfd, path, holder);
   if (dfd < 0 && dfd != AT_FDCWD) return Decision::Emulate(dfd);
@@ -368,8 +384,25 @@ void HostHandler::OnExit(Thread& t, SyscallRegs& call) {
           p.file->placeholder_ino = st.st_ino;
         }
         files[static_cast<int>(r)] = p.file;
+        by_ino_[p.file->placeholder_ino] = p.file;
       }
       break;
+    case Pending::Kind::kRecvMsg:
+      if (r >= 0) {
+        for (int fd : PassedFds(t, p.original.arg(1))) {
+          struct stat st;
+          if (stat(ProcFd(t.tid, fd).c_str(), &st) != 0) continue;
+          std::shared_ptr<HostFile> f;
+          if (auto sent = in_flight_.find(st.st_ino); sent != in_flight_.end()) {
+            f = sent->second;
+            in_flight_.erase(sent);
+          } else if (auto known = by_ino_.find(st.st_ino); known != by_ino_.end()) {
+            f = known->second.lock();
+          }
+          if (f && f->placeholder_ino == st.st_ino) files[fd] = f;
+        }
+      }
+      return;
     case Pending::Kind::kDup:
       if (r >= 0 && p.old_fd >= 0) {
         if (p.file) {
@@ -400,7 +433,6 @@ void HostHandler::OnExit(Thread& t, SyscallRegs& call) {
       rs.Restore();
       return;  // registers are the mmap's own
     }
-    case Pending::Kind::kCredChange:
     case Pending::Kind::kNone:
       return;
   }
@@ -411,6 +443,32 @@ void HostHandler::OnExit(Thread& t, SyscallRegs& call) {
   out.regs.rcx = call.regs.rcx;
   out.regs.r11 = call.regs.r11;
   call = out;
+}
+
+std::vector<int> HostHandler::PassedFds(Thread& t, uint64_t msghdr_addr) {
+  std::vector<int> fds;
+  msghdr m;
+  if (ReadMemory(*t.proc, msghdr_addr, &m, sizeof m) != 0 || !m.msg_control ||
+      m.msg_controllen < sizeof(cmsghdr) || m.msg_controllen > 65536) {
+    return fds;
+  }
+  std::vector<char> control(m.msg_controllen);
+  if (ReadMemory(*t.proc, reinterpret_cast<uint64_t>(m.msg_control), control.data(),
+                 control.size()) != 0) {
+    return fds;
+  }
+  m.msg_control = control.data();
+  for (cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+    if (c->cmsg_len < CMSG_LEN(0) ||
+        reinterpret_cast<char*>(c) + c->cmsg_len > control.data() + control.size()) {
+      break;  // a malformed message: the kernel refuses it too
+    }
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    const int* p = reinterpret_cast<const int*>(CMSG_DATA(c));
+    fds.insert(fds.end(), p, p + n);
+  }
+  return fds;
 }
 
 void HostHandler::OnExec(Thread& t) {

@@ -25,7 +25,7 @@ class HostHandler : public CallHandler {
  private:
   // What a thread's rewritten call needs at its exit.
   struct Pending {
-    enum class Kind { kNone, kOpen, kDup, kClose, kMmapClose, kCredChange } kind = Kind::kNone;
+    enum class Kind { kNone, kOpen, kDup, kClose, kMmapClose, kRecvMsg } kind = Kind::kNone;
     SyscallRegs original;  // registers to put back (argument registers) at the exit
     std::shared_ptr<HostFile> file;
     int old_fd = -1;
@@ -43,6 +43,12 @@ class HostHandler : public CallHandler {
   // Makes sure the address space has its shared region; kRestart when it had to be created.
   bool EnsureRegion(Thread& t, SyscallRegs& call, Decision* restart);
   const Creds& CredsOf(Thread& t);
+
+  // Descriptors passed in SCM_RIGHTS messages: found again by the placeholder's inode. A sent
+  // shadow is kept alive until received, even if the sender closes its copy meanwhile.
+  std::vector<int> PassedFds(Thread& t, uint64_t msghdr_addr);
+  std::unordered_map<ino_t, std::weak_ptr<HostFile>> by_ino_;
+  std::unordered_multimap<ino_t, std::shared_ptr<HostFile>> in_flight_;
 
   CredCache creds_;
   bool umask_cleared_ = false;

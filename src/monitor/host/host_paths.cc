@@ -72,8 +72,9 @@ Decision HostHandler::PathCall(Thread& t, SyscallRegs& call) {
       p.dirfd = -1;
       continue;
     }
-    if (int err = ReadPath(t, addr, &p.path)) return Decision::Emulate(-err);
-    if (IsKernelPath(p.path)) return Decision::Pass();
+    bool via_shadow;
+    if (int err = ReadPath(t, addr, &p.path, &via_shadow)) return Decision::Emulate(-err);
+    if (!via_shadow && IsKernelPath(p.path)) return Decision::Pass();
     int dirfd = i > 0 && info->args[i - 1] == Arg::kDirFd ? static_cast<int>(call.arg(i - 1))
                                                           : AT_FDCWD;
     int dfd = ResolveDirFd(t, dirfd, p.path, p.holder);
