@@ -40,12 +40,17 @@ class CallHandler {
   virtual void OnExit(Thread& t, SyscallRegs& call) { (void)t, (void)call; }
   // After exec replaced a process's image (close-on-exec descriptors are gone).
   virtual void OnExec(Thread& t) { (void)t; }
+  // A task ended (its process ended too when t.tid is the process's id).
+  virtual void OnTaskExit(Thread& t) { (void)t; }
   // Extra calls the filter must trap for this handler.
   virtual std::vector<long> ExtraTrapped() const { return {}; }
   // Where a handler that injects calls reports a tracee that died meanwhile.
   virtual void SetExitSink(std::function<void(pid_t, int)> sink) { exit_sink_ = std::move(sink); }
+  // The tracer's table, for handlers that look at other tracees (descriptors passed by path).
+  virtual void SetProcessTable(ProcessTable* table) { table_ = table; }
 
  protected:
+  ProcessTable* table_ = nullptr;
   std::function<void(pid_t, int)> exit_sink_ = [](pid_t, int) {};
 };
 

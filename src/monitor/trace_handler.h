@@ -18,8 +18,10 @@ class TraceHandler : public CallHandler {
   Decision OnEntry(Thread& t, SyscallRegs& call) override;
   void OnExit(Thread& t, SyscallRegs& call) override;
   void OnExec(Thread& t) override { inner_->OnExec(t); }
+  void OnTaskExit(Thread& t) override { inner_->OnTaskExit(t); }
   std::vector<long> ExtraTrapped() const override { return inner_->ExtraTrapped(); }
   void SetExitSink(std::function<void(pid_t, int)> sink) override { inner_->SetExitSink(sink); }
+  void SetProcessTable(ProcessTable* table) override { inner_->SetProcessTable(table); }
 
  private:
   void Print(const Thread& t, const std::string& text, long result);

@@ -132,6 +132,7 @@ int Tracer::Run() {
   sigaction(SIGHUP, &sa, nullptr);
 
   handler_.SetExitSink([this](pid_t tid, int status) { HandleExit(tid, status); });
+  handler_.SetProcessTable(&table_);
   for (;;) {
     ForwardPendingSignals();
     int status;
@@ -189,6 +190,7 @@ void Tracer::ForwardPendingSignals() {
 
 void Tracer::HandleExit(pid_t tid, int status) {
   if (tid == root_) root_status_ = status;
+  if (Thread* t = table_.Find(tid); t && t->proc) handler_.OnTaskExit(*t);
   table_.Remove(tid);
 }
 

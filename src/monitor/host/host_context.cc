@@ -7,6 +7,7 @@
 
 #include <cctype>
 #include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -104,7 +105,7 @@ int ResolveDirFd(Thread& t, int dirfd, const std::string& path, ScopedFd& holder
   return fd;
 }
 
-int ReadPath(Thread& t, uint64_t addr, std::string* out, bool* via_shadow) {
+int ReadPath(Thread& t, uint64_t addr, std::string* out, bool* via_shadow, ProcessTable* table) {
   if (via_shadow) *via_shadow = false;
   int err = ReadString(*t.proc, addr, 4096, out);
   if (err) return err;
@@ -117,19 +118,54 @@ int ReadPath(Thread& t, uint64_t addr, std::string* out, bool* via_shadow) {
   rewrite("/proc/self", "/proc/" + std::to_string(t.proc->tgid));
   rewrite("/proc/thread-self",
           "/proc/" + std::to_string(t.proc->tgid) + "/task/" + std::to_string(t.tid));
-  const std::string own = "/proc/" + std::to_string(t.proc->tgid);
-  for (const std::string& dir : {own + "/fd/", own + "/task/" + std::to_string(t.tid) + "/fd/",
-                                 std::string("/dev/fd/")}) {
-    if (out->compare(0, dir.size(), dir) != 0) continue;
-    size_t end = dir.size();
-    while (end < out->size() && isdigit(static_cast<unsigned char>((*out)[end]))) ++end;
-    if (end == dir.size() || end - dir.size() > 9 || (end < out->size() && (*out)[end] != '/')) break;
-    std::shared_ptr<HostFile> f = ShadowOf(t, std::stoi(out->substr(dir.size(), end - dir.size())));
-    if (!f) break;
-    *out = "/proc/self/fd/" + std::to_string(f->fd) + out->substr(end);
-    if (via_shadow) *via_shadow = true;
-    break;
+  // /proc/PID/fd/N, /proc/PID/task/TID/fd/N, /proc/PID/fdinfo/N and /dev/fd/N of a shadow
+  // name the host file (its information) instead of the placeholder.
+  auto number = [&](size_t at, size_t* end) -> long {
+    size_t e = at;
+    while (e < out->size() && isdigit(static_cast<unsigned char>((*out)[e]))) ++e;
+    if (e == at || e - at > 9) return -1;
+    *end = e;
+    return std::stol(out->substr(at, e - at));
+  };
+  Process* owner = nullptr;
+  size_t at = 0;
+  std::string kind;
+  if (out->compare(0, 8, "/dev/fd/") == 0) {
+    owner = t.proc.get();
+    at = 8;
+    kind = "fd/";
+  } else if (out->compare(0, 6, "/proc/") == 0) {
+    size_t e;
+    long pid = number(6, &e);
+    if (pid <= 0 || e >= out->size() || (*out)[e] != '/') return 0;
+    Thread* other = pid == t.proc->tgid ? &t : table ? table->Find(static_cast<pid_t>(pid)) : nullptr;
+    if (!other || !other->proc) return 0;
+    owner = other->proc.get();
+    at = e + 1;
+    if (out->compare(at, 5, "task/") == 0) {
+      long tid = number(at + 5, &e);
+      if (tid <= 0 || e >= out->size() || (*out)[e] != '/') return 0;
+      at = e + 1;
+    }
+  } else {
+    return 0;
   }
+  if (kind.empty()) {
+    for (const char* k : {"fd/", "fdinfo/"}) {
+      if (out->compare(at, std::strlen(k), k) == 0) kind = k;
+    }
+    if (kind.empty()) return 0;
+    at += kind.size();
+  }
+  size_t e;
+  long fd = number(at, &e);
+  if (fd < 0 || (e < out->size() && (*out)[e] != '/')) return 0;
+  auto it = owner->fds->files.find(static_cast<int>(fd));
+  if (it == owner->fds->files.end()) return 0;
+  auto f = std::dynamic_pointer_cast<HostFile>(it->second);
+  if (!f) return 0;
+  *out = "/proc/self/" + kind + std::to_string(f->fd) + out->substr(e);
+  if (via_shadow) *via_shadow = true;
   return 0;
 }
 

@@ -86,7 +86,9 @@ int ResolveDirFd(Thread& t, int dirfd, const std::string& path, ScopedFd& holder
 // /proc/thread-self are rewritten to the tracee's own entries, and a path through the tracee's
 // own descriptor directory (/proc/PID/fd/N, /dev/fd/N) to a shadow becomes the monitor's path to
 // the host file (*via_shadow is then set: not a kernel path).
-int ReadPath(Thread& t, uint64_t addr, std::string* out, bool* via_shadow = nullptr);
+// `table` finds other tracees whose descriptor directories a path may name.
+int ReadPath(Thread& t, uint64_t addr, std::string* out, bool* via_shadow = nullptr,
+             ProcessTable* table = nullptr);
 
 // Paths whose meaning depends on the calling process or on kernel objects, left to the kernel.
 bool IsKernelPath(const std::string& path);

@@ -102,6 +102,13 @@ Decision HostHandler::OnEntry(Thread& t, SyscallRegs& call) {
                   static_cast<mode_t>(how.mode));
     }
     case SYS_close:
+      if (std::shared_ptr<HostFile> f = ShadowOf(t, a0)) {
+        struct stat st;
+        if (fstat(f->fd, &st) == 0) {
+          FileKey key{st.st_dev, st.st_ino};
+          ReleasePosixLocks(t.proc->tgid, &key);
+        }
+      }
       t.proc->fds->files.erase(a0);  // close releases the number even when it fails
       return Decision::Pass();
     case SYS_close_range:
@@ -172,7 +179,7 @@ Decision HostHandler::Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t pat
                            int flags, mode_t mode) {
   std::string path;
   bool via_shadow;
-  if (int err = ReadPath(t, path_addr, &path, &via_shadow)) return Decision::Emulate(-err);
+  if (int err = ReadPath(t, path_addr, &path, &via_shadow, table_)) return Decision::Emulate(-err);
   if (path.empty()) return Decision::Emulate(-ENOENT);
   if (!via_shadow && IsKernelPath(path)) return Decision::Pass();
   ScopedFd holder;
@@ -210,7 +217,9 @@ Decision HostHandler::Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t pat
   int hfd;
   {
     AsTracee as(c);
-    hfd = openat(dfd, path.c_str(), flags | O_CLOEXEC, mode & ~c.umask & 07777);
+    // Without O_CLOEXEC: the monitor never executes anything, and /proc/PID/fdinfo of the
+    // shadow then shows the tracee's own flags.
+    hfd = openat(dfd, path.c_str(), flags & ~O_CLOEXEC, mode & ~c.umask & 07777);
     if (hfd < 0) return Decision::Emulate(-errno);
   }
   auto file = std::make_shared<HostFile>();
@@ -272,17 +281,16 @@ Decision HostHandler::Fcntl(Thread& t, SyscallRegs& call) {
     case F_GETLK:
     case F_SETLK:
     case F_SETLKW:
+      return PosixLock(t, call, *f);
     case F_OFD_GETLK:
     case F_OFD_SETLK:
     case F_OFD_SETLKW: {
       struct flock fl;
       if (ReadMemory(*t.proc, call.arg(2), &fl, sizeof fl) != 0) return Decision::Emulate(-EFAULT);
-      // Locks are taken on the monitor's descriptor, one per open file description: the
-      // monitor holds them for the tracee, so they are open-file-description locks.
-      int host_cmd = (cmd == F_GETLK || cmd == F_OFD_GETLK) ? F_OFD_GETLK : F_OFD_SETLK;
-      const bool wait = cmd == F_SETLKW || cmd == F_OFD_SETLKW;
+      // Open-file-description locks: the monitor's descriptor is the description.
+      int host_cmd = cmd == F_OFD_GETLK ? F_OFD_GETLK : F_OFD_SETLK;
+      const bool wait = cmd == F_OFD_SETLKW;
       struct flock hl = fl;
-      hl.l_pid = 0;
       if (fcntl(f->fd, host_cmd, &hl) != 0) {
         int err = errno;
         if (wait && (err == EAGAIN || err == EACCES)) return Decision::Park();
@@ -469,6 +477,84 @@ std::vector<int> HostHandler::PassedFds(Thread& t, uint64_t msghdr_addr) {
     fds.insert(fds.end(), p, p + n);
   }
   return fds;
+}
+
+Decision HostHandler::PosixLock(Thread& t, SyscallRegs& call, HostFile& f) {
+  const int cmd = static_cast<int>(call.arg(1));
+  struct flock fl;
+  if (ReadMemory(*t.proc, call.arg(2), &fl, sizeof fl) != 0) return Decision::Emulate(-EFAULT);
+  const int acc = fcntl(f.fd, F_GETFL) & O_ACCMODE;
+  if (cmd != F_GETLK && ((fl.l_type == F_RDLCK && acc == O_WRONLY) ||
+                         (fl.l_type == F_WRLCK && acc == O_RDONLY))) {
+    return Decision::Emulate(-EBADF);
+  }
+  struct stat st;
+  if (fstat(f.fd, &st) != 0) return Decision::Emulate(-errno);
+  FileKey key{st.st_dev, st.st_ino};
+  auto& holders = lock_fds_[key];
+  int& lock_fd = holders[t.proc->tgid];
+  if (lock_fd <= 0) {
+    const std::string self = "/proc/self/fd/" + std::to_string(f.fd);
+    lock_fd = open(self.c_str(), O_RDWR | O_CLOEXEC);
+    if (lock_fd < 0) lock_fd = open(self.c_str(), acc | O_CLOEXEC);
+    if (lock_fd < 0) {
+      int err = errno;
+      holders.erase(t.proc->tgid);
+      return Decision::Emulate(-err);
+    }
+  }
+  // A relative start (SEEK_CUR) means the tracee's offset, which is the shadow's.
+  struct flock hl = fl;
+  if (hl.l_whence == SEEK_CUR) {
+    hl.l_start += lseek(f.fd, 0, SEEK_CUR);
+    hl.l_whence = SEEK_SET;
+  }
+  hl.l_pid = 0;
+  if (cmd == F_GETLK) {
+    if (fcntl(lock_fd, F_OFD_GETLK, &hl) != 0) return Decision::Emulate(-errno);
+    if (hl.l_type != F_UNLCK && hl.l_pid == -1) {
+      // Held by another traced process: the one whose own view shows no such conflict.
+      for (auto& [pid, fd] : holders) {
+        if (pid == t.proc->tgid) continue;
+        struct flock probe = fl;
+        probe.l_pid = 0;
+        if (probe.l_whence == SEEK_CUR) probe.l_whence = SEEK_SET, probe.l_start = hl.l_start;
+        if (fcntl(fd, F_OFD_GETLK, &probe) == 0 && probe.l_type == F_UNLCK) {
+          hl.l_pid = pid;
+          break;
+        }
+      }
+    }
+    if (hl.l_type == F_UNLCK) {
+      fl.l_type = F_UNLCK;
+    } else {
+      fl = hl;
+    }
+    if (WriteMemory(*t.proc, call.arg(2), &fl, sizeof fl) != 0) return Decision::Emulate(-EFAULT);
+    return Decision::Emulate(0);
+  }
+  if (fcntl(lock_fd, F_OFD_SETLK, &hl) == 0) return Decision::Emulate(0);
+  int err = errno;
+  if (cmd == F_SETLKW && (err == EAGAIN || err == EACCES)) return Decision::Park();
+  return Decision::Emulate(-err);
+}
+
+void HostHandler::ReleasePosixLocks(pid_t tgid, const FileKey* file) {
+  for (auto it = lock_fds_.begin(); it != lock_fds_.end();) {
+    if (!file || it->first == *file) {
+      auto h = it->second.find(tgid);
+      if (h != it->second.end()) {
+        close(h->second);
+        it->second.erase(h);
+      }
+    }
+    it = it->second.empty() ? lock_fds_.erase(it) : std::next(it);
+  }
+}
+
+void HostHandler::OnTaskExit(Thread& t) {
+  if (t.proc->region) t.proc->region->Release(t.tid);
+  if (t.tid == t.proc->tgid) ReleasePosixLocks(t.tid, nullptr);
 }
 
 void HostHandler::OnExec(Thread& t) {

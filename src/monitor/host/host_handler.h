@@ -20,6 +20,7 @@ class HostHandler : public CallHandler {
   Decision OnEntry(Thread& t, SyscallRegs& call) override;
   void OnExit(Thread& t, SyscallRegs& call) override;
   void OnExec(Thread& t) override;
+  void OnTaskExit(Thread& t) override;
   std::vector<long> ExtraTrapped() const override;
 
  private:
@@ -49,6 +50,20 @@ class HostHandler : public CallHandler {
   std::vector<int> PassedFds(Thread& t, uint64_t msghdr_addr);
   std::unordered_map<ino_t, std::weak_ptr<HostFile>> by_ino_;
   std::unordered_multimap<ino_t, std::shared_ptr<HostFile>> in_flight_;
+
+  // POSIX record locks belong to a process and a file, not to a descriptor: each (file,
+  // process) pair gets its own open file description in the monitor, on which the locks are
+  // taken as OFD locks. Locks of different processes then conflict, a process never conflicts
+  // with itself, and closing the description releases them, as closing any descriptor of the
+  // file does for a process.
+  struct FileKey {
+    dev_t dev;
+    ino_t ino;
+    auto operator<=>(const FileKey&) const = default;
+  };
+  Decision PosixLock(Thread& t, SyscallRegs& call, HostFile& f);
+  void ReleasePosixLocks(pid_t tgid, const FileKey* file);
+  std::map<FileKey, std::map<pid_t, int>> lock_fds_;
 
   CredCache creds_;
   bool umask_cleared_ = false;

@@ -73,7 +73,7 @@ Decision HostHandler::PathCall(Thread& t, SyscallRegs& call) {
       continue;
     }
     bool via_shadow;
-    if (int err = ReadPath(t, addr, &p.path, &via_shadow)) return Decision::Emulate(-err);
+    if (int err = ReadPath(t, addr, &p.path, &via_shadow, table_)) return Decision::Emulate(-err);
     if (!via_shadow && IsKernelPath(p.path)) return Decision::Pass();
     int dirfd = i > 0 && info->args[i - 1] == Arg::kDirFd ? static_cast<int>(call.arg(i - 1))
                                                           : AT_FDCWD;
@@ -255,7 +255,8 @@ Decision HostHandler::PathCall(Thread& t, SyscallRegs& call) {
       return Decision::Emulate(-errno);
     }
   }
-  // *xattr on an O_PATH descriptor goes through /proc/self/fd, which follows it exactly.
+  // *xattr on an O_PATH descriptor goes through /proc/self/fd: following that magic link lands
+  // on the descriptor's own file (the symbolic link itself for the l* forms).
   const std::string via = "/proc/self/fd/" + std::to_string(by_fd ? shadow->fd : target.get());
   const int fd = by_fd ? shadow->fd : -1;
   auto name_of = [&](std::string* name) { return XattrName(t, call.arg(1), name); };
@@ -273,7 +274,7 @@ Decision HostHandler::PathCall(Thread& t, SyscallRegs& call) {
       std::vector<char> value(a3);
       if (a3 && ReadMemory(*t.proc, a2, value.data(), a3) != 0) return Decision::Emulate(-EFAULT);
       r = fd >= 0 ? fsetxattr(fd, name.c_str(), value.data(), a3, static_cast<int>(a4))
-                  : lsetxattr(via.c_str(), name.c_str(), value.data(), a3, static_cast<int>(a4));
+                  : setxattr(via.c_str(), name.c_str(), value.data(), a3, static_cast<int>(a4));
       return Decision::Emulate(Result(r));
     }
     case SYS_getxattr:
@@ -286,7 +287,7 @@ Decision HostHandler::PathCall(Thread& t, SyscallRegs& call) {
       }
       std::vector<char> value(std::min<uint64_t>(a3, XATTR_SIZE_MAX));
       r = fd >= 0 ? fgetxattr(fd, name.c_str(), value.data(), value.size())
-                  : lgetxattr(via.c_str(), name.c_str(), value.data(), value.size());
+                  : getxattr(via.c_str(), name.c_str(), value.data(), value.size());
       r = Result(r);
       if (r > 0 && a3 && WriteMemory(*t.proc, a2, value.data(), static_cast<size_t>(r)) != 0) {
         r = -EFAULT;
@@ -298,7 +299,7 @@ Decision HostHandler::PathCall(Thread& t, SyscallRegs& call) {
     case SYS_flistxattr: {
       std::vector<char> list(std::min<uint64_t>(a2, XATTR_LIST_MAX));
       r = fd >= 0 ? flistxattr(fd, list.data(), list.size())
-                  : llistxattr(via.c_str(), list.data(), list.size());
+                  : listxattr(via.c_str(), list.data(), list.size());
       r = Result(r);
       if (r > 0 && a2 && WriteMemory(*t.proc, a1, list.data(), static_cast<size_t>(r)) != 0) {
         r = -EFAULT;
@@ -310,7 +311,7 @@ Decision HostHandler::PathCall(Thread& t, SyscallRegs& call) {
     case SYS_fremovexattr: {
       std::string name;
       if ((r = name_of(&name)) < 0) return Decision::Emulate(r);
-      r = fd >= 0 ? fremovexattr(fd, name.c_str()) : lremovexattr(via.c_str(), name.c_str());
+      r = fd >= 0 ? fremovexattr(fd, name.c_str()) : removexattr(via.c_str(), name.c_str());
       return Decision::Emulate(Result(r));
     }
     default:

@@ -1,0 +1,102 @@
+"""coreutils under `amino run`: listings, copies, moves, removals, links, find, du and stat give
+the same output and leave the same tree as natively."""
+
+import os
+
+import ittest
+from ittest import write
+
+LS = "ls -l --time-style=long-iso"
+
+
+def tree(root):
+    """A small tree with every common kind of entry: nested directories, files of several sizes
+    and modes, an empty file, a name with spaces, a hard link, relative and dangling symlinks."""
+    write(root, "src/a.txt", "alpha\n")
+    write(root, "src/b.bin", bytes(range(256)) * 64, 0o600)
+    write(root, "src/empty", b"")
+    write(root, "src/run.sh", "#!/bin/sh\necho run\n", 0o755)
+    write(root, "src/with space.txt", "spaces\n", 0o640)
+    write(root, "src/sub/deep/c.txt", "c" * 5000)
+    write(root, "src/sub/d.txt", "delta\n", 0o444)
+    os.makedirs(os.path.join(root, "src/emptydir"))
+    os.chmod(os.path.join(root, "src/emptydir"), 0o700)
+    os.link(os.path.join(root, "src/a.txt"), os.path.join(root, "src/a-hardlink"))
+    os.symlink("sub/d.txt", os.path.join(root, "src/d-link"))
+    os.symlink("does/not/exist", os.path.join(root, "src/dangling"))
+    os.symlink("sub", os.path.join(root, "src/sub-link"))
+
+
+def sh(script):
+    return ["/bin/sh", "-c", script]
+
+
+class CoreutilsTest(ittest.ScenarioTest):
+    def test_ls_long_recursive(self):
+        self.check(sh(f"{LS} -R src && {LS} -a src/sub && ls -1 src && ls -la --time-style=+%Y "
+                      "src/sub-link/ && ls src/missing"), setup=tree)
+
+    def test_cp_archive(self):
+        self.check(sh(f"cp -a src copy && diff -r --no-dereference src copy && {LS} -R copy && "
+                      "cp src/b.bin src/a.txt copy/sub/ && cp -r src copy2 && "
+                      "cp -a src/d-link src/dangling copy2/ && cp -l src/a.txt hardcopy && "
+                      f"{LS} copy/sub copy2"),
+                   setup=tree, expect_status=0)
+
+    def test_mv(self):
+        self.check(sh("mv src/a.txt src/sub/ && mv src/sub src/moved && mv src/moved/d.txt "
+                      "src/moved/renamed.txt && mv src/emptydir elsewhere && mv -n src/b.bin "
+                      "src/empty && mv src/nothing src/x; echo status $?; ls -R"), setup=tree)
+
+    def test_rm_recursive(self):
+        self.check(sh("rm -r src/sub && rm src/d-link src/dangling && rm -f src/none && "
+                      "rmdir src/emptydir && rm src/sub-link; echo status $?; rm -rf src/sub-link "
+                      "&& ls -A src && rm -r src && ls"), setup=tree)
+
+    def test_ln(self):
+        self.check(sh(f"ln -s ../src/a.txt src/sub/up && ln -s /nonexistent/abs abs && "
+                      "ln src/b.bin hard && ln -sf sub/deep src/deep-link && ln src/sub missing; "
+                      "echo status $?; readlink src/sub/up abs src/deep-link; cat src/sub/up && "
+                      f"{LS} src src/sub hard && ls src/deep-link/"), setup=tree)
+
+    def test_find(self):
+        self.check(sh("find . -printf '%p %y %m %n %l\\n' && find src -type f -size +1k && "
+                      "find . -empty && find src -name '*.txt' -perm -u+w && find src -maxdepth 1 "
+                      "-type l -xtype l && find -L src -type f -name 'd*'"), setup=tree)
+
+    def test_du_apparent_sizes(self):
+        self.check(sh("du -ab src && du -sb src && du -b --max-depth=1 . && du -ab src/a.txt "
+                      "src/a-hardlink"), setup=tree)
+
+    def test_stat(self):
+        self.check(sh("cd src && stat -c '%n|%F|%s|%a|%A|%h|%U|%G|%Y|%N' a.txt b.bin empty run.sh "
+                      "'with space.txt' sub sub/d.txt d-link dangling a-hardlink && "
+                      "stat -L -c '%n %F %s' d-link sub-link && stat -c %s nothing"), setup=tree)
+
+    def test_write_then_read(self):
+        # Files the command itself creates, grows, truncates and reads back.
+        self.check(sh("seq 1 20000 > n.txt && wc -l n.txt && head -c 100 n.txt | tail -c 20 && "
+                      "sort -rn n.txt | head -3 > top && truncate -s 10 n.txt && cat n.txt top && "
+                      "dd if=/dev/zero of=z bs=4096 count=3 seek=2 status=none && "
+                      "stat -c '%s' z && md5sum z && touch -d 2020-01-02T03:04:05 z && "
+                      f"{LS} z && chmod 640 z && mkdir -p x/y/z && chmod 711 x"), setup=tree)
+
+    def test_owners_modes_attributes(self):
+        self.check(sh("chown nobody:nogroup src/a.txt && chown -h 1234:5678 src/d-link && "
+                      "chmod 2751 src/sub && chmod u+s,o-r src/run.sh && chmod -R go-w src && "
+                      "setfattr -n user.colour -v blue src/b.bin && "
+                      "setfattr -n user.empty src/empty && getfattr -d src/b.bin src/empty && "
+                      "setfacl -m u:nobody:rw src/a.txt && "
+                      "getfacl -c src/a.txt && ls -ln --time-style=long-iso src && "
+                      "setfattr -x user.colour src/b.bin && getfattr -d src/b.bin"), setup=tree,
+                   expect_status=0)
+
+    def test_special_files(self):
+        self.check(sh("mkfifo fifo && mknod null c 1 3 && mknod blk b 7 0 && "
+                      "ls -l fifo null blk && stat -c '%n %F %t %T' null blk && "
+                      "echo through > null && mkdir -m 1777 tmp && ls -ld tmp"),
+                   setup=tree, expect_status=0)
+
+
+if __name__ == "__main__":
+    ittest.main()

@@ -1,0 +1,37 @@
+"""C programs under `amino run`: redirections made with dup2, fork and exec; a descriptor passed
+over a UNIX socket (SCM_RIGHTS) to a child; what descriptors and open file descriptions share
+(offsets, flags, locks, mappings); eight threads writing one file with pwrite."""
+
+import ittest
+from ittest import program, write
+
+
+class CProgramsTest(ittest.ScenarioTest):
+    def test_dup2_fork_exec_redirections(self):
+        def setup(root):
+            write(root, "in.txt", "twenty-one bytes long")
+            for name in ("pear", "apple", "fig", "banana"):
+                write(root, f"dir/{name}", name)
+
+        self.check([program("redirect")], setup=setup, expect_status=0)
+
+    def test_descriptor_passing(self):
+        def setup(root):
+            write(root, "secret.txt", "read through a passed descriptor\n", 0o600)
+
+        self.check([program("scm_rights")], setup=setup, expect_status=0)
+
+    def test_open_file_descriptions(self):
+        self.check([program("descriptors")], expect_status=0)
+
+    def test_threads_pwrite_disjoint_regions(self):
+        self.check([program("threads_io")], expect_status=0)
+
+    def test_threads_pwrite_repeated(self):
+        # Interleavings vary from run to run; the result must not.
+        self.check(["/bin/sh", "-c", f"for i in 1 2 3 4 5; do {program('threads_io')} || exit; "
+                    "md5sum shared.bin; done"], expect_status=0)
+
+
+if __name__ == "__main__":
+    ittest.main()

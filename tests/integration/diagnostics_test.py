@@ -1,0 +1,119 @@
+"""`amino run --stats` and `--trace`: the stop-kind table and per-call counts, and strace-like
+lines naming each trapped call with its quoted paths and its result, on stderr or in a file."""
+
+import os
+import re
+
+import ittest
+from ittest import write
+
+
+def setup(root):
+    write(root, "file.txt", "some text\n")
+    write(root, 'with "quote" and space', "q\n")
+
+
+STOP_KINDS = ("seccomp", "syscall-entry", "syscall-exit", "signal", "event", "group-stop")
+
+
+class DiagnosticsTest(ittest.ScenarioTest):
+    def run_amino(self, mode, amino_args, argv):
+        scratch = self.scratch(setup)
+        proc = self.launch(mode, argv, scratch, amino_args=amino_args)
+        out, err = self.finish(proc, 120, f"{mode} {amino_args} {argv}")
+        return ittest.exit_status(proc.returncode), out, err.decode(errors="replace"), scratch
+
+    def test_stats(self):
+        for mode in self.amino_modes():
+            with self.subTest(mode=mode):
+                status, out, err, _ = self.run_amino(mode, ["--stats"],
+                                                     ["cat", "file.txt", "missing"])
+                self.assertEqual(status, 1)
+                self.assertEqual(out, b"some text\n")
+                self.assertIn("cat: missing: No such file or directory", err)
+                backend = ittest.MODE_FLAGS[mode][1]
+                self.assertRegex(err, rf"amino: backend {backend}, \d+ stops")
+                kinds = dict(re.findall(r"^(%s) +(\d+)$" % "|".join(STOP_KINDS), err, re.M))
+                self.assertEqual(sorted(kinds), sorted(STOP_KINDS), err)
+                if backend == "seccomp":
+                    self.assertGreater(int(kinds["seccomp"]), 0, err)
+                    self.assertEqual(int(kinds["syscall-entry"]), 0, err)
+                else:
+                    self.assertEqual(int(kinds["seccomp"]), 0, err)
+                    self.assertGreater(int(kinds["syscall-entry"]), 0, err)
+                calls = dict(re.findall(r"^([a-z_0-9]+) +(\d+)$", err, re.M))
+                for call in ("openat", "read", "write", "close", "execve"):
+                    self.assertGreater(int(calls.get(call, 0)), 0, f"{call} not counted:\n{err}")
+
+    def check_trace_lines(self, text, mode):
+        self.assertRegex(text, r'\[pid \d+\] openat\(AT_FDCWD, "file\.txt", O_RDONLY[^)]*\) = \d+')
+        self.assertRegex(text, r'openat\(AT_FDCWD, "missing", O_RDONLY[^)]*\) = -1 ENOENT')
+        self.assertRegex(text, r'openat\(AT_FDCWD, "with \\"quote\\" and space", [^)]*\) = \d+')
+        self.assertRegex(text, r"\bread\(\d+, 0x[0-9a-f]+, \d+\) = 10\b")
+        self.assertRegex(text, r"\bwrite\(1, 0x[0-9a-f]+, 10\) = 10\b")
+        self.assertRegex(text, r'execve\("[^"]*/cat", ')
+        # The trace starts with the command: the monitor's own calls before it are not shown.
+        first = text.splitlines()[0]
+        self.assertRegex(first, r"^\[pid \d+\] execve\(", f"{mode}: first trace line")
+
+    def test_trace_to_stderr(self):
+        for mode in self.amino_modes():
+            with self.subTest(mode=mode):
+                status, out, err, _ = self.run_amino(
+                    mode, ["--trace"], ["cat", "file.txt", "missing", 'with "quote" and space'])
+                self.assertEqual(status, 1)
+                self.assertEqual(out, b"some text\nq\n")
+                # cat's own message is on stderr too, written in pieces between trace lines.
+                self.check_trace_lines(err, mode)
+
+    def test_trace_to_file(self):
+        for mode in self.amino_modes():
+            with self.subTest(mode=mode):
+                trace = os.path.join(self.root, f"trace-{mode}.txt")
+                status, out, err, _ = self.run_amino(
+                    mode, [f"--trace={trace}"],
+                    ["cat", "file.txt", "missing", 'with "quote" and space'])
+                self.assertEqual(status, 1)
+                self.assertEqual(out, b"some text\nq\n")
+                self.assertEqual(err, "cat: missing: No such file or directory\n")
+                with open(trace) as f:
+                    self.check_trace_lines(f.read(), mode)
+
+    def test_trace_names_each_process(self):
+        for mode in self.amino_modes():
+            with self.subTest(mode=mode):
+                trace = os.path.join(self.root, f"trace-{mode}.txt")
+                status, out, _, _ = self.run_amino(
+                    mode, [f"--trace={trace}"], ["/bin/sh", "-c", "cat file.txt; cat file.txt"])
+                self.assertEqual(status, 0)
+                with open(trace) as f:
+                    text = f.read()
+                pids = set(re.findall(r'^\[pid (\d+)\] openat\(AT_FDCWD, "file\.txt"', text, re.M))
+                self.assertEqual(len(pids), 2, text[-3000:])
+
+    def test_command_words_pass_unchanged(self):
+        # Words after the command, even ones that look like options of `amino run`, are the
+        # command's; with or without '--' before the command.
+        words = ["%s|", "", "a b", "--stats", "--trace", "--", "-x", "--backend", "ptrace"]
+        for mode in self.amino_modes():
+            for dashdash in (True, False):
+                with self.subTest(mode=mode, dashdash=dashdash):
+                    argv = [ittest.AMINO, "run", *ittest.MODE_FLAGS[mode]]
+                    argv += (["--"] if dashdash else []) + ["printf", *words]
+                    proc = self.launch("native", argv, self.scratch())
+                    out, err = self.finish(proc, 60, str(argv))
+                    self.assertEqual((proc.returncode, out, err),
+                                     (0, b"|a b|--stats|--trace|--|-x|--backend|ptrace|", b""))
+
+    def test_trace_file_cannot_be_written(self):
+        for mode in self.amino_modes():
+            with self.subTest(mode=mode):
+                status, out, err, _ = self.run_amino(
+                    mode, ["--trace=/nonexistent/dir/trace.txt"], ["true"])
+                self.assertEqual(status, 2)
+                self.assertEqual(len(err.splitlines()), 1, err)
+                self.assertIn("/nonexistent/dir/trace.txt", err)
+
+
+if __name__ == "__main__":
+    ittest.main()

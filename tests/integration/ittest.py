@@ -1,0 +1,403 @@
+"""Shared machinery of the `amino run` integration tests.
+
+A scenario is a command plus the files it starts from. It runs natively in one fresh scratch
+directory and under `amino run` in another with identical contents; the two runs must agree on
+stdout, stderr (the scratch path normalised), exit status and the file tree left behind.
+
+Modes (how the second run is made):
+  native        the command natively again: checks that the scenario itself is deterministic
+  seccomp       amino run --backend seccomp
+  ptrace        amino run --backend ptrace
+  host-seccomp  amino run --backend seccomp --emulate=host
+  host-ptrace   amino run --backend ptrace --emulate=host
+
+A driver runs the modes given by `--mode A,B` (ctest passes one), narrowed by the environment
+variable AMINO_IT_MODES when it is set; by default every mode but native. AMINO_IT_LARGE=1 makes
+the scenarios with a size use a bigger one.
+"""
+
+import collections
+import difflib
+import fnmatch
+import hashlib
+import os
+import resource
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+AMINO = os.environ.get("AMINO")
+PROGRAMS = os.environ.get("AMINO_IT_PROGRAMS")
+LARGE = os.environ.get("AMINO_IT_LARGE") == "1"
+
+MODE_FLAGS = {
+    "native": None,
+    "seccomp": ["--backend", "seccomp"],
+    "ptrace": ["--backend", "ptrace"],
+    "host-seccomp": ["--backend", "seccomp", "--emulate=host"],
+    "host-ptrace": ["--backend", "ptrace", "--emulate=host"],
+}
+DEFAULT_MODES = ["seccomp", "ptrace", "host-seccomp", "host-ptrace"]
+MODES = list(DEFAULT_MODES)
+
+# From --deadline SECONDS: no command runs past it, so that a hung command is killed by the
+# driver (with its whole process group) before ctest's own timeout kills only the driver.
+DEADLINE = None
+
+# ctest's SKIP_RETURN_CODE: the driver was registered for a mode AMINO_IT_MODES leaves out.
+SKIP_CODE = 77
+
+# Every file the scenarios start from carries this mtime, so listings that show times agree.
+FIXED_TIME = 1622548800  # 2021-06-01 12:00:00 UTC
+
+Outcome = collections.namedtuple("Outcome", "status stdout stderr tree scratch")
+
+
+def main():
+    """Entry point of a driver: selects the modes, then runs its unittest cases."""
+    global MODES
+    argv = [sys.argv[0]]
+    requested = None
+    args = iter(sys.argv[1:])
+    global DEADLINE
+    for a in args:
+        if a == "--mode":
+            requested = next(args).split(",")
+        elif a.startswith("--mode="):
+            requested = a.split("=", 1)[1].split(",")
+        elif a == "--deadline":
+            DEADLINE = time.monotonic() + float(next(args))
+        else:
+            argv.append(a)
+    modes = requested if requested is not None else list(DEFAULT_MODES)
+    env_modes = os.environ.get("AMINO_IT_MODES")
+    wanted = [m.strip() for m in (env_modes or "").split(",") if m.strip()]
+    unknown = [m for m in modes + wanted if m not in MODE_FLAGS]
+    if unknown:
+        sys.exit(f"unknown mode(s) {unknown}; modes are {list(MODE_FLAGS)}")
+    if wanted:
+        modes = [m for m in wanted if m in modes] if requested is not None else wanted
+    if not modes:
+        print(f"mode(s) {requested} not selected by AMINO_IT_MODES={env_modes}")
+        sys.exit(SKIP_CODE)
+    MODES = modes
+    print(f"modes: {', '.join(MODES)}", file=sys.stderr)
+    unittest.main(argv=argv)
+
+
+def amino_prefix(mode, amino_args=()):
+    flags = MODE_FLAGS[mode]
+    return [] if flags is None else [AMINO, "run", *flags, *amino_args, "--"]
+
+
+def program(name):
+    """Path of one of the C programs built with the tests."""
+    if not PROGRAMS:
+        raise AssertionError("set AMINO_IT_PROGRAMS to the directory of the built test programs")
+    path = os.path.join(PROGRAMS, name)
+    if not os.access(path, os.X_OK):
+        raise AssertionError(f"test program {path} is missing: build the project first")
+    return path
+
+
+def exit_status(returncode):
+    """A shell's view of a wait status: killed by signal N is 128+N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def no_core_dumps():
+    # core_pattern may name a file in the working directory; a dump would join the file tree.
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def base_env(home):
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin",
+        "HOME": home,
+        "LC_ALL": "C",
+        "LANG": "C",
+        "TZ": "UTC",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "GIT_CONFIG_NOSYSTEM": "1",
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Files
+
+
+def write(root, rel, data=b"", mode=0o644):
+    path = os.path.join(root, rel)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode()
+    with open(path, "wb") as f:
+        f.write(data)
+    os.chmod(path, mode)
+    return path
+
+
+def set_fixed_times(root):
+    """Gives every entry under root (root included) the same atime and mtime."""
+    for dirpath, dirnames, filenames in os.walk(root, topdown=False):
+        for name in filenames + dirnames:
+            os.utime(os.path.join(dirpath, name), (FIXED_TIME, FIXED_TIME),
+                     follow_symlinks=False)
+    os.utime(root, (FIXED_TIME, FIXED_TIME))
+
+
+def snapshot(root, volatile=()):
+    """What a user sees of a tree: for each path, its type, permission bits, owner, link count,
+    extended attributes (ACLs included), size and contents (regular files, the scratch path in
+    them normalised) or target (symlinks).
+    Directory sizes are left out: they depend on the file system's history, not on the calls
+    made. Paths in `volatile` (relative, fnmatch patterns) keep no size and contents: those vary
+    from run to run natively too."""
+    tree = {}
+    root_bytes = os.fsencode(root)
+
+    def visit(rel):
+        path = os.path.join(root, rel) if rel else root
+        st = os.lstat(path)
+        kind = stat.S_IFMT(st.st_mode)
+        entry = {"type": kind, "mode": oct(stat.S_IMODE(st.st_mode)), "uid": st.st_uid,
+                 "gid": st.st_gid}
+        if not stat.S_ISDIR(st.st_mode):
+            entry["nlink"] = st.st_nlink
+        if not stat.S_ISLNK(st.st_mode):
+            names = sorted(os.listxattr(path, follow_symlinks=False))
+            if names:
+                entry["xattrs"] = {n: os.getxattr(path, n, follow_symlinks=False) for n in names}
+        is_volatile = any(fnmatch.fnmatch(rel, p) for p in volatile)
+        if stat.S_ISREG(st.st_mode) and not is_volatile:
+            with open(path, "rb") as f:
+                data = f.read().replace(root_bytes, b"$SCRATCH")
+            entry["size"] = st.st_size
+            entry["sha256"] = hashlib.sha256(data).hexdigest()
+            if len(data) <= 200:
+                entry["data"] = data
+        elif stat.S_ISLNK(st.st_mode):
+            entry["target"] = os.readlink(path).replace(root, "$SCRATCH")
+        elif stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
+            entry["rdev"] = st.st_rdev
+        tree[rel or "."] = entry
+        if stat.S_ISDIR(st.st_mode):
+            for name in sorted(os.listdir(path)):
+                visit(os.path.join(rel, name) if rel else name)
+
+    visit("")
+    return tree
+
+
+def diff_trees(want, got, limit=25):
+    lines = []
+    for rel in sorted(set(want) | set(got)):
+        if rel not in got:
+            lines.append(f"  missing: {rel} {want[rel]}")
+        elif rel not in want:
+            lines.append(f"  unexpected: {rel} {got[rel]}")
+        elif want[rel] != got[rel]:
+            fields = sorted(k for k in set(want[rel]) | set(got[rel])
+                            if want[rel].get(k) != got[rel].get(k))
+            detail = ", ".join(f"{k}: native {want[rel].get(k)!r} vs {got[rel].get(k)!r}"
+                               for k in fields)
+            lines.append(f"  differs: {rel}: {detail}")
+        if len(lines) >= limit:
+            lines.append("  ...")
+            break
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------
+# Processes
+
+
+def wait_for(predicate, timeout=10.0, interval=0.02):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    return predicate()
+
+
+def read_pidfile(path, proc=None, timeout=10.0):
+    """The pid written to path (a complete line). Fails at once if proc, the process expected
+    to write it, ends first."""
+    def ready():
+        try:
+            with open(path) as f:
+                text = f.read()
+            return int(text) if text.endswith("\n") else None
+        except (FileNotFoundError, ValueError):
+            return None
+
+    pid = wait_for(lambda: ready() or (proc is not None and proc.poll() is not None), timeout)
+    pid = ready()
+    if pid is None:
+        if proc is not None and proc.poll() is not None:
+            out, err = proc.communicate()
+            raise AssertionError(f"{proc.args}: exited {exit_status(proc.returncode)} before "
+                                 f"writing {path}; stdout:\n{out.decode(errors='replace')}\n"
+                                 f"stderr:\n{err.decode(errors='replace')[-2000:]}")
+        raise AssertionError(f"no pid in {path} after {timeout} s")
+    return pid
+
+
+def process_state(pid):
+    """The one-letter state of pid from /proc (R, S, T, t, Z, ...), or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            text = f.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return text[text.rindex(")") + 2]
+
+
+def alive(pid):
+    state = process_state(pid)
+    return state is not None and state not in ("Z", "X")
+
+
+class ScenarioTest(unittest.TestCase):
+    """A test whose scenarios compare native runs with runs under `amino run`."""
+
+    maxDiff = None
+
+    def setUp(self):
+        if not AMINO or not os.access(AMINO, os.X_OK):
+            self.fail("set AMINO to the path of the amino binary")
+        self.root = tempfile.mkdtemp(prefix="amino-it-")
+        os.chmod(self.root, 0o755)
+        self.addCleanup(shutil.rmtree, self.root, ignore_errors=True)
+        self.home = os.path.join(self.root, "home")
+        os.mkdir(self.home)
+        self.children = []
+        self.addCleanup(self._kill_leftovers)
+
+    def _kill_leftovers(self):
+        for proc in self.children:
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.wait()
+
+    def amino_modes(self):
+        """The selected modes that run amino; tests of amino's own behaviour use these."""
+        modes = [m for m in MODES if MODE_FLAGS[m] is not None]
+        if not modes:
+            self.skipTest("tests amino's own behaviour: no amino mode selected")
+        return modes
+
+    def env(self, extra=None):
+        env = base_env(self.home)
+        env.update(extra or {})
+        return env
+
+    def scratch(self, setup=None, fixed_times=True):
+        """A fresh scratch directory (all of the same name length), filled by setup(path)."""
+        path = tempfile.mkdtemp(prefix="s-", dir=self.root)
+        os.chmod(path, 0o755)
+        if setup:
+            setup(path)
+        if fixed_times:
+            set_fixed_times(path)
+        return path
+
+    def launch(self, mode, argv, cwd, env=None, stdin=subprocess.DEVNULL,
+               stdout=subprocess.PIPE, stderr=subprocess.PIPE, new_session=True, amino_args=()):
+        """Starts argv in mode (in its own session, without core dumps); returns the Popen.
+        amino_args: more options of `amino run`."""
+        proc = subprocess.Popen(amino_prefix(mode, amino_args) + list(argv), cwd=cwd,
+                                env=env if env is not None else self.env(), stdin=stdin,
+                                stdout=stdout, stderr=stderr, start_new_session=new_session,
+                                preexec_fn=no_core_dumps)
+        self.children.append(proc)
+        return proc
+
+    def finish(self, proc, timeout, what, input=None):
+        if DEADLINE is not None:
+            timeout = max(1.0, min(timeout, DEADLINE - time.monotonic()))
+        try:
+            out, err = proc.communicate(input=input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+            raise AssertionError(f"{what}: still running after {timeout} s; stdout:\n"
+                                 f"{out.decode(errors='replace')[-2000:]}\nstderr:\n"
+                                 f"{err.decode(errors='replace')[-2000:]}")
+        return out, err
+
+    def execute(self, mode, argv, setup=None, env=None, timeout=120, stdin=None, volatile=(),
+                cwd=None, after=None, fixed_times=True, during=None):
+        """Runs argv in mode in a fresh scratch directory; returns its Outcome. argv items may
+        use {scratch}; cwd is relative to the scratch directory. during(mode, scratch, proc) runs
+        while the command runs (proc.pid is amino's pid, or the command's natively);
+        after(mode, scratch) right after it returned."""
+        scratch = self.scratch(setup, fixed_times)
+        argv = [a.replace("{scratch}", scratch) for a in argv]
+        proc = self.launch(mode, argv, os.path.join(scratch, cwd or ""),
+                           env=self.env(env), stdin=subprocess.PIPE if stdin is not None
+                           else subprocess.DEVNULL)
+        if during:
+            try:
+                during(mode, scratch, proc)
+            except BaseException:
+                self._kill_leftovers()
+                raise
+        out, err = self.finish(proc, timeout, f"{mode}: {argv}", input=stdin)
+        status = exit_status(proc.returncode)
+        if after:
+            after(mode, scratch)
+        norm = scratch.encode()
+        return Outcome(status, out.replace(norm, b"$SCRATCH"), err.replace(norm, b"$SCRATCH"),
+                       snapshot(scratch, volatile), scratch)
+
+    def check(self, argv, setup=None, env=None, timeout=120, stdin=None, volatile=(), cwd=None,
+              after=None, fixed_times=True, during=None, expect_status=None):
+        """Runs argv natively, then in each selected mode; each run must match the native one.
+        Returns the native Outcome. See execute() for the arguments."""
+        kw = dict(setup=setup, env=env, timeout=timeout, stdin=stdin, volatile=volatile, cwd=cwd,
+                  after=after, fixed_times=fixed_times, during=during)
+        native = self.execute("native", argv, **kw)
+        if expect_status is not None:
+            self.assertEqual(native.status, expect_status,
+                             f"the scenario itself is broken: native run exited {native.status}\n"
+                             f"stderr: {native.stderr.decode(errors='replace')}")
+        for mode in MODES:
+            with self.subTest(mode=mode):
+                got = self.execute(mode, argv, **kw)
+                self.assertSameOutcome(native, got, mode, argv)
+        return native
+
+    def assertSameOutcome(self, native, got, mode, argv):
+        problems = []
+        if got.status != native.status:
+            problems.append(f"exit status: native {native.status}, {mode} {got.status}")
+        for name in ("stdout", "stderr"):
+            a, b = getattr(native, name), getattr(got, name)
+            if a != b:
+                problems.append(f"{name} differs:\n{first_difference(a, b)}")
+        tree = diff_trees(native.tree, got.tree)
+        if tree:
+            problems.append("file tree differs:\n" + "\n".join(tree))
+        if problems:
+            self.fail(f"{mode}: {' '.join(argv)}\n" + "\n".join(problems))
+
+
+def first_difference(a, b, context=2, limit=60):
+    """The differences between two outputs, as a unified diff (native: -, amino: +)."""
+    al = a.decode(errors="replace").splitlines()
+    bl = b.decode(errors="replace").splitlines()
+    diff = list(difflib.unified_diff(al, bl, "native", "amino", n=context, lineterm=""))
+    if len(diff) > limit:
+        diff = diff[:limit] + [f"... ({len(diff) - limit} more diff lines)"]
+    return "\n".join("   " + line for line in diff)
