@@ -40,7 +40,14 @@ Status CleanUpAfterDeadUsers(Store& s, Transaction& txn) {
     Cursor c(s.data(), t);
     AMINO_RETURN_IF_ERROR(c.status());
     AMINO_ASSIGN_OR_RETURN(bool more, c.SeekRange(IdKey(kRootId)));
+    std::string previous;
     while (more) {
+      // Each step must move forward; a damaged tree that sends the cursor back is an error,
+      // not a loop.
+      if (!previous.empty() && std::string_view(previous) >= c.key()) {
+        return Status::Storage(EUCLEAN, "damaged Data database: keys out of order");
+      }
+      previous.assign(c.key());
       FileId id;
       uint64_t page;
       if (ParseIdKey(c.key(), &id)) {

@@ -128,11 +128,12 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, const Options
   }
   s->sole_user_ = sole;
 
-  // DB_REGISTER with DB_RECOVER recovers exactly when a registered process died. A forced
-  // recovery (amino recover, alone) first runs it unconditionally, then opens as usual.
+  // DB_REGISTER with DB_RECOVER recovers exactly when a registered process died. The sole user
+  // recovers unconditionally first: that also rebuilds the shared regions, so nothing cached
+  // by an earlier user (or copied along with the files) is trusted.
   u_int32_t flags = DB_CREATE | DB_INIT_TXN | DB_INIT_LOCK | DB_INIT_LOG | DB_INIT_MPOOL |
                     DB_THREAD | DB_REGISTER | DB_RECOVER;
-  if (options.force_recovery) {
+  if (sole && !options.create) {
     DB_ENV* env = nullptr;
     AMINO_RETURN_IF_ERROR(CreateEnv(&env, options.cache_bytes));
     int ret = env->open(env, dir.c_str(), flags & ~DB_REGISTER, 0644);
@@ -161,6 +162,8 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, const Options
     DB* db = *spec.handle;
     if (spec.pagesize) db->set_pagesize(db, spec.pagesize);
     if (spec.dupsort) db->set_flags(db, DB_DUPSORT);
+    // Page checksums: a damaged page is an error, never silently wrong data.
+    db->set_flags(db, DB_CHKSUM);
     u_int32_t oflags = DB_THREAD | DB_AUTO_COMMIT | (options.create ? DB_CREATE | DB_EXCL : 0);
     ret = db->open(db, nullptr, spec.file, nullptr, DB_BTREE, oflags, 0644);
     if (ret != 0) return Fail(ret, dir + "/" + spec.file);

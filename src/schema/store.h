@@ -21,8 +21,8 @@ class Store {
     size_t cache_bytes = 64 << 20;
     bool force_recovery = false;  // run recovery even if another process seems alive
   };
-  // Opens the environment in `dir`. When no other process has it open, runs recovery and
-  // reports it through recovered(); the caller then clears state left by dead processes.
+  // Opens the environment in `dir`. When no other process has it open, runs recovery and says
+  // so through sole_user(); the caller then clears state left by dead processes.
   static Result<std::unique_ptr<Store>> Open(const std::string& dir, const Options& options);
   ~Store();
   Store(const Store&) = delete;
