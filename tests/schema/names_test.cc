@@ -49,6 +49,26 @@ TEST_F(NamesTest, PathLengthLimit) {
   EXPECT_TRUE(root().GetStat(std::string(kPathMax - 1, '/')).ok());
 }
 
+TEST_F(NamesTest, FiveThousandBytePathIsRefusedAndChangesNothing) {
+  ASSERT_TRUE(root().WriteFile("/keep", "kept").ok());
+  std::string p;
+  while (p.size() < 5000) p += "/" + std::string(99, 'd');
+  p.resize(5000);
+  const std::string& hp = H(p);
+  EXPECT_LINUX(root().GetStat(p), [&] {
+    struct stat st;
+    return stat(hp.c_str(), &st);
+  }());
+  EXPECT_LINUX(root().Mkdir(p, 0755), mkdir(hp.c_str(), 0755));
+  EXPECT_LINUX(root().Open(p, O_CREAT | O_WRONLY, 0644), open(hp.c_str(), O_CREAT | O_WRONLY, 0644));
+  EXPECT_LINUX(root().Unlink(p), unlink(hp.c_str()));
+  EXPECT_LINUX(root().Rename("/keep", p), rename(H("/keep").c_str(), hp.c_str()));
+  EXPECT_ERRNO(root().GetStat(p), ENAMETOOLONG);
+  // Nothing was created or lost.
+  EXPECT_EQ(root().ListNames("/").value(), std::vector<std::string>{"keep"});
+  EXPECT_EQ(*root().ReadFile("/keep"), "kept");
+}
+
 TEST_F(NamesTest, EveryByteButSlashAndNulRoundTrips) {
   std::set<std::string> made;
   std::string all;
