@@ -21,13 +21,16 @@ RemoteSyscalls::RemoteSyscalls(pid_t tid, const SyscallRegs& saved, bool stopped
 
 bool RemoteSyscalls::WaitForExitStop() {
   for (;;) {
-    if (Ptrace(PTRACE_SYSCALL, tid_) != 0) {
+    if (Ptrace(PTRACE_SYSCALL, tid_, 0, static_cast<uintptr_t>(0)) != 0) {
       alive_ = false;
       return false;
     }
     int status;
-    pid_t r = waitpid(tid_, &status, __WALL);
-    if (r < 0 && errno == EINTR) continue;
+    pid_t r;
+    // A signal to the monitor (SIGTERM to forward, say) must not make it resume the tracee twice.
+    do {
+      r = waitpid(tid_, &status, __WALL);
+    } while (r < 0 && errno == EINTR);
     if (r < 0 || WIFEXITED(status) || WIFSIGNALED(status)) {
       alive_ = false;
       if (r > 0) on_exit_status_(tid_, status);
@@ -39,10 +42,7 @@ bool RemoteSyscalls::WaitForExitStop() {
       SyscallRegs now;
       Ptrace(PTRACE_GETREGS, tid_, 0, &now.regs);
       // An entry stop still has -ENOSYS in rax; the exit stop has the result.
-      if (now.regs.rax != static_cast<unsigned long long>(-ENOSYS) ||
-          now.nr() == -1) {
-        return true;
-      }
+      if (now.regs.rax != static_cast<unsigned long long>(-ENOSYS) || now.nr() == -1) return true;
       continue;
     }
     if (event == PTRACE_EVENT_SECCOMP) continue;  // an injected call the filter traps
