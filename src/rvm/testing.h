@@ -1,0 +1,11 @@
+// Knobs for librvm's own tests only (not part of the C interface).
+#pragma once
+
+namespace amino::rvm::testing {
+
+// Breaks commit on purpose: each page of a top-level commit is written in a Berkeley DB
+// transaction of its own, so a crash during commit leaves a region half committed. The crash
+// test's negative control uses it to show that its checker notices.
+void SetSplitCommitForTesting(bool on);
+
+}  // namespace amino::rvm::testing
