@@ -21,5 +21,6 @@ Runner AddRun(CLI::App& app);
 // returns how many leading arguments are left for the option parser.
 int SplitRunCommand(int argc, char** argv);
 Runner AddDoctor(CLI::App& app);
+Runner AddMounts(CLI::App& app);
 
 }  // namespace amino::cli

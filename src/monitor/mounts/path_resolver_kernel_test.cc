@@ -1,0 +1,475 @@
+// Differential test of path resolution. Two identical worlds on the host: in the native one the
+// mounts' contents are ordinary directories and the kernel resolves every path; in the simulated
+// one they live in Amino file systems, and a path goes through the resolver, the schema and the
+// continuations exactly as the monitor's handler will drive them (path_resolver.h). Every path
+// must reach the same file, or fail with the same errno, in both.
+//
+// Every object has a distinct mtime (its identity on both sides); objects outside both worlds
+// are compared by device and inode. Host symbolic links pointing into a mount are left out: a
+// lexical walk cannot see them (path_resolver.h says so).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+
+#include "monitor/mounts/lexical_path.h"
+#include "monitor/mounts/path_resolver.h"
+#include "monitor/mounts/test_support.h"
+#include "schema/filesystem.h"
+
+namespace amino::monitor::mounts {
+namespace {
+
+using schema::Cred;
+using schema::FileSystem;
+using schema::Status;
+using schema::Transaction;
+
+constexpr time_t kBaseTime = 1'000'000'000;
+
+struct Node {
+  const char* rel;          // from the world's root; "amino/..." and "other/..." are the mounts'
+  char kind;                // 'd', 'f' or 'l'
+  const char* target = "";  // of a link; "@W" stands for the world's root
+};
+
+// Index + 1 is each node's identity (and its mtime above kBaseTime).
+const Node kTree[] = {
+    {"h", 'd'},
+    {"h/sub", 'd'},
+    {"h/file", 'f'},
+    {"h/amino", 'd'},  // a host directory that a wrong lexical walk would take for the mount
+    {"h/amino/hx", 'f'},
+    {"amino2", 'd'},  // a string prefix of a mount point, not inside it
+    {"amino2/z", 'f'},
+    {"hl", 'l', "h"},
+    {"deep", 'l', "h/sub"},
+    {"habs", 'l', "@W/h/sub"},
+    {"amino", 'd'},
+    {"amino/d", 'd'},
+    {"amino/d/e", 'd'},
+    {"amino/d/f", 'f'},
+    {"amino/g", 'f'},
+    {"amino/rel", 'l', "d/e"},
+    {"amino/up", 'l', "../h"},
+    {"amino/upup", 'l', "../../"},
+    {"amino/abs_h", 'l', "@W/h/sub"},
+    {"amino/abs_in", 'l', "@W/amino/d"},
+    {"amino/abs_other", 'l', "@W/other/x"},
+    {"amino/loop", 'l', "loop"},
+    {"amino/dotdot", 'l', ".."},
+    {"amino/dangling", 'l', "nothing"},
+    {"amino/d/back", 'l', "../../amino/g"},
+    {"other", 'd'},
+    {"other/x", 'd'},
+    {"other/x/y", 'f'},
+    {"other/back", 'l', "../amino/d"},
+};
+constexpr int kWorldRootId = 100;
+const char* const kMounts[] = {"amino", "other"};
+
+std::string MountOf(const std::string& rel) {
+  for (const char* m : kMounts) {
+    if (rel == m || rel.rfind(std::string(m) + "/", 0) == 0) return m;
+  }
+  return "";
+}
+
+std::string Target(const Node& n, const std::string& world) {
+  std::string t = n.target;
+  if (t.rfind("@W", 0) == 0) t = world + t.substr(2);
+  return t;
+}
+
+timespec Mtime(int id) { return timespec{kBaseTime + id, 0}; }
+
+// One directory a relative path starts from, in both worlds.
+struct Base {
+  std::string native;  // world-relative directory ("" for the root)
+  bool is_virtual;     // simulated as a virtual directory inside a mount
+  std::string mount;   // is_virtual: "amino" or "other"
+  std::string rel;     // is_virtual: mount-relative directory
+};
+
+class PathResolverKernelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    umask(022);
+    native_ = scratch_ / "native";
+    sim_ = scratch_ / "sim";
+    BuildHost(native_, true);
+    BuildHost(sim_, false);
+    std::vector<Mount> mounts;
+    for (const char* m : kMounts) {
+      std::string db = scratch_ / (std::string("db-") + m);
+      ASSERT_TRUE(FileSystem::Mkfs(db).ok());
+      auto fs = FileSystem::Open(db);
+      ASSERT_TRUE(fs.ok()) << fs.status().message();
+      fs_[m] = std::move(fs).value();
+      BuildSchema(*fs_[m], m);
+      Mount mount;
+      mount.point = mount.host_point = sim_ + "/" + m;
+      mount.db_dir = db;
+      struct stat st;
+      ASSERT_EQ(stat(mount.point.c_str(), &st), 0);
+      mount.host_dev = st.st_dev;
+      mount.host_ino = st.st_ino;
+      mounts.push_back(std::move(mount));
+    }
+    table_ = MountTable(std::move(mounts));
+    for (const Mount& m : table_.mounts()) {
+      std::string name = m.point.substr(sim_.size() + 1);
+      by_name_[name] = &m;
+      fs_by_mount_[&m] = fs_[name].get();
+    }
+    resolver_ = std::make_unique<PathResolver>(table_);
+  }
+
+  void TearDown() override {
+    for (int fd : open_fds_) close(fd);
+  }
+
+  // The world on the host; with `contents`, the mounts' contents too (the native world),
+  // without them only empty mount points (the simulated world).
+  void BuildHost(const std::string& world, bool contents) {
+    testing::MakeDir(world);
+    int id = 0;
+    std::vector<std::pair<std::string, int>> made;
+    for (const Node& n : kTree) {
+      ++id;
+      std::string rel = n.rel;
+      std::string mount = MountOf(rel);
+      if (!contents && !mount.empty() && rel != mount) continue;
+      std::string p = world + "/" + rel;
+      if (n.kind == 'd') {
+        ASSERT_EQ(mkdir(p.c_str(), 0755), 0) << p;
+      } else if (n.kind == 'f') {
+        testing::WriteFile(p, rel);
+      } else {
+        ASSERT_EQ(symlink(Target(n, world).c_str(), p.c_str()), 0) << p;
+      }
+      // An empty mount point must never be what a simulated path reaches.
+      made.emplace_back(p, !contents && rel == mount ? 999 : id);
+    }
+    made.emplace_back(world, kWorldRootId);
+    for (auto& [p, object] : made) {
+      timespec times[2] = {Mtime(object), Mtime(object)};
+      ASSERT_EQ(utimensat(AT_FDCWD, p.c_str(), times, AT_SYMLINK_NOFOLLOW), 0) << p;
+      struct stat st;
+      ASSERT_EQ(lstat(p.c_str(), &st), 0);
+      host_ids_[{st.st_dev, st.st_ino}] = object;
+    }
+  }
+
+  void BuildSchema(FileSystem& fs, const std::string& mount) {
+    Cred root = Cred::Root();
+    int id = 0;
+    std::vector<std::pair<std::string, int>> made;
+    for (const Node& n : kTree) {
+      ++id;
+      std::string rel = n.rel;
+      if (MountOf(rel) != mount) continue;
+      std::string p = rel == mount ? "/" : rel.substr(mount.size());
+      made.emplace_back(p, id);
+      if (p == "/") continue;
+      Status st = fs.Run([&](Transaction& t) -> Status {
+        if (n.kind == 'd') return fs.Mkdir(t, root, p, 0755).status();
+        if (n.kind == 'l') return fs.Symlink(t, root, Target(n, sim_), p);
+        auto o = fs.Open(t, root, p, O_CREAT | O_WRONLY, 0644);
+        if (!o.ok()) return o.status();
+        return fs.Close(t, o->id);
+      });
+      ASSERT_TRUE(st.ok()) << p << ": " << st.message();
+    }
+    for (auto& [p, object] : made) {
+      timespec times[2] = {Mtime(object), Mtime(object)};
+      Status st =
+          fs.Run([&](Transaction& t) { return fs.Utimens(t, root, p, times, /*follow=*/false); });
+      ASSERT_TRUE(st.ok()) << p << ": " << st.message();
+    }
+  }
+
+  std::string HostIdentity(const struct stat& st) {
+    auto it = host_ids_.find({st.st_dev, st.st_ino});
+    char type = S_ISDIR(st.st_mode) ? 'd' : S_ISLNK(st.st_mode) ? 'l' : 'f';
+    if (it != host_ids_.end()) return std::string(1, type) + std::to_string(it->second);
+    // Outside both worlds: the same object on both sides.
+    return std::string(1, type) + " outside " + std::to_string(st.st_dev) + ":" +
+           std::to_string(st.st_ino);
+  }
+  static std::string Errno(int err) { return std::string("errno ") + std::strerror(err); }
+
+  int DirFd(const std::string& dir) {
+    int fd = open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    EXPECT_GE(fd, 0) << dir;
+    open_fds_.push_back(fd);
+    return fd;
+  }
+
+  std::string NativeStat(const Base& b, const std::string& path, bool follow) {
+    int fd = DirFd(native_ + (b.native.empty() ? "" : "/" + b.native));
+    std::string p = path;
+    if (!p.empty() && p[0] == '/') p = native_ + p;
+    struct stat st;
+    int r = fstatat(fd, p.c_str(), &st, follow ? 0 : AT_SYMLINK_NOFOLLOW);
+    return r == 0 ? HostIdentity(st) : Errno(errno);
+  }
+
+  // The handler's loop: classify, confirm lexical checks with the kernel, let the schema
+  // resolve inside mounts, continue escapes on the host. `host` performs the call on the
+  // kernel (dirfd, path); `amino` on a mount's file system.
+  std::string Simulate(
+      const Base& b, const std::string& arg,
+      const std::function<std::string(int, const std::string&)>& host,
+      const std::function<std::string(FileSystem&, const std::string&, Status*)>& amino) {
+    std::string path = arg;
+    if (!path.empty() && path[0] == '/') path = sim_ + path;
+    std::string host_dir = sim_ + (b.native.empty() ? "" : "/" + b.native);
+    PathBase base =
+        b.is_virtual ? PathBase::Virtual(*by_name_.at(b.mount), b.rel) : PathBase::Host(host_dir);
+    schema::Result<ClassifiedPath> r = resolver_->Classify(base, path);
+    std::string walked = path;
+    for (int hops = 0;; ++hops) {
+      if (!r.ok()) return Errno(r.status().error());
+      ClassifiedPath c = r.value();
+      if (!c.check_path.empty()) {
+        struct stat at, expect;
+        if (stat(c.check_path.c_str(), &at) != 0) return Errno(errno);
+        if (stat(c.check_expect.c_str(), &expect) != 0 || at.st_dev != expect.st_dev ||
+            at.st_ino != expect.st_ino) {
+          ++rechecks_;
+          int fd = open(c.check_path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+          if (fd < 0) return Errno(errno);
+          char real[kPathMax];
+          ssize_t n = readlink(("/proc/self/fd/" + std::to_string(fd)).c_str(), real, sizeof real);
+          close(fd);
+          if (n <= 0) return Errno(errno);
+          r = resolver_->Recheck(c, std::string_view(real, n), walked);
+          continue;
+        }
+      }
+      if (c.is_host()) {
+        if (c.unchanged) {
+          int fd = b.is_virtual ? AT_FDCWD : DirFd(host_dir);
+          return host(fd, path);
+        }
+        return host(AT_FDCWD, c.path);
+      }
+      ++amino_calls_;
+      Status st;
+      std::string out = amino(*fs_by_mount_.at(c.mount), c.path, &st);
+      if (st.ok()) return out;
+      if (st.error() == EXDEV && !st.escaped_path().empty()) {
+        if (hops == kMaxEscapes) return Errno(ELOOP);
+        ++escapes_;
+        walked = st.escaped_path();
+        r = resolver_->ContinueOnHost(*c.mount, walked);
+        continue;
+      }
+      return Errno(st.error());
+    }
+  }
+
+  std::string SimStat(const Base& b, const std::string& arg, bool follow) {
+    return Simulate(
+        b, arg,
+        [&](int fd, const std::string& p) {
+          struct stat st;
+          int r = fstatat(fd, p.c_str(), &st, follow ? 0 : AT_SYMLINK_NOFOLLOW);
+          return r == 0 ? HostIdentity(st) : Errno(errno);
+        },
+        [&](FileSystem& fs, const std::string& p, Status* status) -> std::string {
+          schema::Result<schema::Stat> st = schema::Result<schema::Stat>(Status::Errno(EIO));
+          *status = fs.Run([&](Transaction& t) {
+            st = fs.GetStat(t, Cred::Root(), p, follow);
+            return st.status();
+          });
+          if (!status->ok()) return "";
+          mode_t m = st->attr.mode;
+          char type = S_ISDIR(m) ? 'd' : S_ISLNK(m) ? 'l' : 'f';
+          return std::string(1, type) + std::to_string(st->attr.mtime.tv_sec - kBaseTime);
+        });
+  }
+
+  void Compare(const Base& b, const std::string& path) {
+    for (bool follow : {true, false}) {
+      std::string native = NativeStat(b, path, follow);
+      std::string sim = SimStat(b, path, follow);
+      EXPECT_EQ(native, sim) << (follow ? "stat " : "lstat ") << "'" << path << "' from "
+                             << (b.is_virtual ? "virtual " + b.mount + ":" + b.rel
+                                              : "host " + b.native);
+      ++compared_;
+    }
+  }
+
+  static std::vector<Base> Bases() {
+    return {{"", false, "", ""},
+            {"h", false, "", ""},
+            {"h/sub", false, "", ""},
+            {"amino2", false, "", ""},
+            {"amino", false, "", ""},
+            {"amino", true, "amino", "/"},
+            {"amino/d/e", true, "amino", "/d/e"},
+            {"other/x", true, "other", "/x"}};
+  }
+
+  testing::ScratchDir scratch_;
+  std::string native_, sim_;
+  std::map<std::string, std::unique_ptr<FileSystem>> fs_;
+  MountTable table_;
+  std::map<std::string, const Mount*> by_name_;
+  std::map<const Mount*, FileSystem*> fs_by_mount_;
+  std::unique_ptr<PathResolver> resolver_;
+  std::map<std::pair<dev_t, ino_t>, int> host_ids_;
+  std::vector<int> open_fds_;
+  int compared_ = 0, amino_calls_ = 0, escapes_ = 0, rechecks_ = 0;
+};
+
+const std::string kLong(256, 'L');
+
+TEST_F(PathResolverKernelTest, ChosenPaths) {
+  const char* paths[] = {
+      "amino", "amino/", "amino/.", "amino/..", "amino/../amino/g", "amino/d/f", "amino/d/f/",
+      "amino/d/f/.", "amino/g/..", "amino//d///e/", "amino2/z", "amino2/../amino/g",
+      // Symbolic links stored in the mount, leaving it and coming back.
+      "amino/rel", "amino/rel/", "amino/rel/..", "amino/up", "amino/up/file", "amino/up/../amino/g",
+      "amino/upup", "amino/upup/sim", "amino/abs_h", "amino/abs_in/f", "amino/abs_in/..",
+      "amino/abs_other/y", "amino/loop", "amino/dangling", "amino/dotdot", "amino/dotdot/amino/g",
+      "amino/d/back", "other/back/f", "other/back/../../other/x/y",
+      // ".." after host components: links, files and missing names before the mount.
+      "hl/../amino/g", "deep/../amino/hx", "deep/../../amino/g", "habs/../../amino/d",
+      "h/file/../../amino/g", "missing/../amino/g", "h/sub/../../amino/d/f",
+      // Names over NAME_MAX: refused where the walk reaches them, in order.
+      "amino/LONG", "amino/missing/LONG", "amino/d/LONG/x", "LONG/../amino/g", "h/LONG",
+      // Up and out.
+      "../../../..", "/../../..", ".", "..", "", "/", "//", "missing", "missing/"};
+  for (const Base& b : Bases()) {
+    for (std::string p : paths) {
+      if (size_t at = p.find("LONG"); at != std::string::npos) p.replace(at, 4, kLong);
+      Compare(b, p);
+      if (!p.empty()) Compare(b, "/" + p);
+    }
+  }
+  EXPECT_GT(amino_calls_, 500);
+  EXPECT_GT(escapes_, 50);
+  EXPECT_GT(rechecks_, 5);
+  printf("compared %d, schema calls %d, escapes %d, rechecks %d\n", compared_, amino_calls_,
+         escapes_, rechecks_);
+}
+
+TEST_F(PathResolverKernelTest, RandomPaths) {
+  const char* pool[] = {"h",      "sub",      "file", "amino", "hx",     "amino2",    "z",
+                        "hl",     "deep",     "habs", "d",     "e",      "f",         "g",
+                        "rel",    "up",       "upup", "abs_h", "abs_in", "abs_other", "loop",
+                        "dotdot", "dangling", "back", "other", "x",      "y",         "missing",
+                        ".",      "..",       "..",   "",      "amino",  "..",        "LONG"};
+  const int n_pool = sizeof pool / sizeof pool[0];
+  int count = 1500;
+  if (const char* env = getenv("AMINO_MOUNTS_RANDOM_PATHS")) count = atoi(env);
+  std::mt19937 rng(7);
+  std::vector<Base> bases = Bases();
+  for (int i = 0; i < count; ++i) {
+    std::string p = rng() % 4 == 0 ? "/" : "";
+    int n = 1 + static_cast<int>(rng() % 6);
+    for (int k = 0; k < n; ++k) {
+      std::string c = pool[rng() % n_pool];
+      if (c == "LONG") c = rng() % 4 == 0 ? kLong : "e";
+      p += c;
+      if (k + 1 < n || rng() % 4 == 0) p += rng() % 5 == 0 ? "//" : "/";
+    }
+    Compare(bases[rng() % bases.size()], p);
+  }
+  EXPECT_EQ(compared_, 2 * count);
+  EXPECT_GT(amino_calls_, count / 2);
+  EXPECT_GT(escapes_, count / 20);
+  printf("compared %d, schema calls %d, escapes %d, rechecks %d\n", compared_, amino_calls_,
+         escapes_, rechecks_);
+}
+
+// Calls whose outcome depends on a trailing slash or a last "." / "..": the resolver keeps
+// them for the schema and for the kernel.
+TEST_F(PathResolverKernelTest, TrailingSlashAndLastDotReachTheCall) {
+  Base root{"", false, "", ""};
+  auto both =
+      [&](const std::string& what, const std::string& path,
+          const std::function<int(int, const char*)>& host,
+          const std::function<Status(FileSystem&, Transaction&, const std::string&)>& amino) {
+        int fd = DirFd(native_);
+        std::string native = host(fd, path.c_str()) == 0 ? "ok" : Errno(errno);
+        std::string sim = Simulate(
+            root, path,
+            [&](int dirfd, const std::string& p) {
+              return host(dirfd, p.c_str()) == 0 ? std::string("ok") : Errno(errno);
+            },
+            [&](FileSystem& fs, const std::string& p, Status* st) {
+              *st = fs.Run([&](Transaction& t) { return amino(fs, t, p); });
+              return std::string("ok");
+            });
+        EXPECT_EQ(native, sim) << what << " " << path;
+      };
+  Cred root_cred = Cred::Root();
+  auto mkdir_both = [&](const std::string& p) {
+    both(
+        "mkdir", p, [](int fd, const char* q) { return mkdirat(fd, q, 0755); },
+        [&](FileSystem& fs, Transaction& t, const std::string& q) {
+          return fs.Mkdir(t, root_cred, q, 0755).status();
+        });
+  };
+  auto rmdir_both = [&](const std::string& p) {
+    both(
+        "rmdir", p, [](int fd, const char* q) { return unlinkat(fd, q, AT_REMOVEDIR); },
+        [&](FileSystem& fs, Transaction& t, const std::string& q) {
+          return fs.Rmdir(t, root_cred, q);
+        });
+  };
+  auto create_both = [&](const std::string& p) {
+    both(
+        "create", p,
+        [](int fd, const char* q) {
+          int f = openat(fd, q, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+          if (f >= 0) close(f);
+          return f >= 0 ? 0 : -1;
+        },
+        [&](FileSystem& fs, Transaction& t, const std::string& q) {
+          auto o = fs.Open(t, root_cred, q, O_CREAT | O_WRONLY, 0644);
+          if (!o.ok()) return o.status();
+          return fs.Close(t, o->id);
+        });
+  };
+  mkdir_both("amino/n1/");
+  mkdir_both("amino/n1/");
+  mkdir_both("amino/d/f/");
+  mkdir_both("amino/missing/n/");
+  mkdir_both("amino/" + kLong);
+  mkdir_both("amino/up/n2/");  // through a link out of the mount: made on the host
+  create_both("amino/newfile/");
+  create_both("amino/g/");
+  create_both("amino/d/e/.");
+  create_both("amino/n3");
+  rmdir_both("amino/d/e/.");
+  rmdir_both("amino/d/e/..");
+  rmdir_both("amino/..");
+  rmdir_both("amino/g/");
+  rmdir_both("amino/n1/");
+  rmdir_both("amino/up/n2/.");
+  rmdir_both("amino/up/n2");
+  // The trees agree afterwards (new files have no identity: compare their type).
+  for (const char* p : {"amino/n1", "amino/n3", "h/n2", "amino/newfile", "amino/d/e"}) {
+    std::string native = NativeStat(root, p, false);
+    std::string sim = SimStat(root, p, false);
+    EXPECT_EQ(native.substr(0, 1), sim.substr(0, 1)) << p << ": " << native << " / " << sim;
+    EXPECT_EQ(native.rfind("errno", 0) == 0 ? native : "", sim.rfind("errno", 0) == 0 ? sim : "")
+        << p;
+  }
+}
+
+}  // namespace
+}  // namespace amino::monitor::mounts
