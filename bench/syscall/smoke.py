@@ -11,8 +11,8 @@ import os
 import subprocess
 import sys
 
-CONFIGS = ["native", "seccomp", "ptrace", "seccomp emulate=host", "ptrace emulate=host",
-           "strace -f"]
+CONFIGS = ["native", "notify", "seccomp", "ptrace", "notify emulate=host", "seccomp emulate=host",
+           "ptrace emulate=host", "strace -f"]
 
 
 def main():

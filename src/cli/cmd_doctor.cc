@@ -20,6 +20,7 @@ Runner AddDoctor(CLI::App& app) {
               << "seccomp stop after syscall entry    " << yes(f.seccomp_stop_after_entry) << "\n"
               << "seccomp user notification           " << yes(f.user_notif) << "\n"
               << "  with synchronous wake-up          " << yes(f.notif_sync_wakeup) << "\n"
+              << "  with killable wait for the answer " << yes(f.notif_wait_killable) << "\n"
               << "PTRACE_GET_SYSCALL_INFO             " << yes(f.get_syscall_info) << "\n"
               << "process_vm_readv/writev             " << yes(f.process_vm) << "\n"
               << "/proc/PID/mem                       " << yes(f.proc_mem) << "\n"

@@ -45,12 +45,15 @@ Runner AddRun(CLI::App& app) {
       "Run CMD and every process it starts under the Amino monitor. The exit status is CMD's "
       "(128+N when a signal N killed it).");
   cmd->add_option("--backend", o->backend,
-                  "Interception: auto (the best the kernel offers), seccomp, ptrace")
+                  "Interception: auto (the best the kernel offers), notify (seccomp user "
+                  "notification, ptrace stops only where registers change), seccomp (a ptrace "
+                  "stop per trapped call), ptrace (entry and exit stops on every call)")
       ->capture_default_str();
   cmd->add_flag("--stats", o->stats, "At exit, print stops per kind and per system call");
   CLI::Option* trace =
-      cmd->add_option("--trace", o->trace_file,
-                      "Print each trapped call strace-like: --trace to stderr, --trace=FILE to FILE")
+      cmd->add_option(
+             "--trace", o->trace_file,
+             "Print each trapped call strace-like: --trace to stderr, --trace=FILE to FILE")
           ->expected(0, 1);
   cmd->add_option("--emulate", o->emulate,
                   "host: the monitor performs every file call itself on the host file system");

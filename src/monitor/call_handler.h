@@ -8,6 +8,7 @@
 
 #include "monitor/process_table.h"
 #include "monitor/syscall_regs.h"
+#include "ptrace-ext/notify_listener.h"
 
 namespace amino::monitor {
 
@@ -18,6 +19,7 @@ struct Decision {
     kObserveExit,  // the kernel runs it; OnExit sees the result
     kRestart,      // the handler injected calls and re-armed the call: resume as is
     kPark,         // cannot proceed now (a lock is held): keep the thread stopped, ask again
+    kReplied,      // a notified call the handler answered itself (with a descriptor)
   };
   Kind kind = Kind::kPass;
   long result = 0;
@@ -28,14 +30,22 @@ struct Decision {
   static Decision ObserveExit() { return {Kind::kObserveExit, 0, 0}; }
   static Decision Restart(int signal) { return {Kind::kRestart, 0, signal}; }
   static Decision Park() { return {Kind::kPark, 0, 0}; }
+  static Decision Replied() { return {Kind::kReplied, 0, 0}; }
 };
 
 class CallHandler {
  public:
   virtual ~CallHandler() = default;
   // At the entry of a trapped call; `call` may be changed (argument rewriting) when the
-  // decision is kPass or kObserveExit.
+  // decision is kPass or kObserveExit. A notified call (call.notified) allows only kPass,
+  // kEmulate, kPark and kReplied.
   virtual Decision OnEntry(Thread& t, SyscallRegs& call) = 0;
+  // Whether the handler may need a ptrace stop for call `nr` (to rewrite registers, inject
+  // calls or see the exit). The others reach it by notification when the backend offers it.
+  virtual bool NeedsStop(long nr) const {
+    (void)nr;
+    return false;
+  }
   // At the exit of a call for which OnEntry returned kObserveExit; `call` holds the result.
   virtual void OnExit(Thread& t, SyscallRegs& call) { (void)t, (void)call; }
   // After exec replaced a process's image (close-on-exec descriptors are gone).
@@ -48,9 +58,13 @@ class CallHandler {
   virtual void SetExitSink(std::function<void(pid_t, int)> sink) { exit_sink_ = std::move(sink); }
   // The tracer's table, for handlers that look at other tracees (descriptors passed by path).
   virtual void SetProcessTable(ProcessTable* table) { table_ = table; }
+  // The tracer's listener, under the notify backend: to answer a notified call with a
+  // descriptor, and for injected calls, which the filter may queue there too.
+  virtual void SetListener(ptrace_ext::NotifyListener* listener) { listener_ = listener; }
 
  protected:
   ProcessTable* table_ = nullptr;
+  ptrace_ext::NotifyListener* listener_ = nullptr;
   std::function<void(pid_t, int)> exit_sink_ = [](pid_t, int) {};
 };
 

@@ -1,11 +1,11 @@
 #include "monitor/process_table.h"
 
-#include "monitor/shared_region.h"
-
 #include <sched.h>
 #include <unistd.h>
 
 #include <vector>
+
+#include "monitor/shared_region.h"
 
 namespace amino::monitor {
 
@@ -45,8 +45,8 @@ Thread& ProcessTable::AddChild(Thread& parent, pid_t tid, unsigned long flags) {
     auto p = std::make_shared<Process>();
     p->tgid = tid;
     p->parent_tgid = parent.proc->tgid;
-    p->fds = (flags & CLONE_FILES) ? parent.proc->fds
-                                   : std::make_shared<FdTable>(*parent.proc->fds);
+    p->fds =
+        (flags & CLONE_FILES) ? parent.proc->fds : std::make_shared<FdTable>(*parent.proc->fds);
     p->fs = (flags & CLONE_FS) ? parent.proc->fs : std::make_shared<FsContext>(*parent.proc->fs);
     p->region = parent.proc->region;  // fork and CLONE_VM both keep the mapping
     slot->proc = std::move(p);

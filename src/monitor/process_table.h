@@ -33,7 +33,7 @@ struct Process {
   pid_t parent_tgid = 0;
   std::shared_ptr<FdTable> fds;
   std::shared_ptr<FsContext> fs;
-  int mem_fd = -1;  // /proc/TGID/mem, opened on first use; reopened after exec
+  int mem_fd = -1;                       // /proc/TGID/mem, opened on first use; reopened after exec
   std::shared_ptr<SharedRegion> region;  // per address space; gone after exec
   ~Process();
 };
@@ -52,6 +52,7 @@ struct Thread {
   bool in_syscall = false;      // ptrace backend: between entry and exit stops
   long pending_nr = -1;         // the call whose exit is awaited
   bool parked_seccomp = false;  // a parked call was stopped by the filter (not PTRACE_SYSCALL)
+  long interrupted_nr = -1;     // a parked call given way to a signal: restarted at its exit
   unsigned long long pending_args[6] = {};
 };
 

@@ -1,5 +1,7 @@
 #include "monitor/remote_syscall.h"
 
+#include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -16,8 +18,38 @@ constexpr uint64_t kSyscallInsnLen = 2;  // `syscall` (0f 05) and `int $0x80` (c
 }
 
 RemoteSyscalls::RemoteSyscalls(pid_t tid, const SyscallRegs& saved, bool stopped_at_exit,
-                               std::function<void(pid_t, int)> on_exit_status)
-    : tid_(tid), saved_(saved), at_exit_(stopped_at_exit), on_exit_status_(std::move(on_exit_status)) {}
+                               std::function<void(pid_t, int)> on_exit_status,
+                               ptrace_ext::NotifyListener* listener)
+    : tid_(tid),
+      saved_(saved),
+      at_exit_(stopped_at_exit),
+      on_exit_status_(std::move(on_exit_status)),
+      listener_(listener && listener->valid() ? listener : nullptr) {}
+
+pid_t RemoteSyscalls::WaitForStop(int* status) {
+  for (;;) {
+    // A signal to the monitor (SIGTERM to forward, say) must not make it resume the tracee twice.
+    pid_t r = waitpid(tid_, status, __WALL | (listener_ ? WNOHANG : 0));
+    if (r < 0 && errno == EINTR) continue;
+    if (r != 0) return r;
+    // The injected call may be waiting on the listener instead of running: let it run. The
+    // stop descriptor wakes this wait when a task stops; if it was another task's stop, it is
+    // left for the tracer (the descriptor stays readable, so yield instead of sleeping).
+    pollfd pf[2] = {{listener_->fd(), POLLIN, 0}, {listener_->stop_fd(), POLLIN, 0}};
+    if (poll(pf, 2, -1) <= 0) continue;
+    if (!(pf[0].revents & POLLIN)) {
+      sched_yield();
+      continue;
+    }
+    ptrace_ext::Notification n;
+    if (!listener_->Receive(&n)) continue;
+    if (n.tid == tid_) {
+      listener_->Continue(n.id);
+    } else {
+      listener_->Defer(n);
+    }
+  }
+}
 
 bool RemoteSyscalls::WaitForExitStop() {
   for (;;) {
@@ -26,11 +58,7 @@ bool RemoteSyscalls::WaitForExitStop() {
       return false;
     }
     int status;
-    pid_t r;
-    // A signal to the monitor (SIGTERM to forward, say) must not make it resume the tracee twice.
-    do {
-      r = waitpid(tid_, &status, __WALL);
-    } while (r < 0 && errno == EINTR);
+    pid_t r = WaitForStop(&status);
     if (r < 0 || WIFEXITED(status) || WIFSIGNALED(status)) {
       alive_ = false;
       if (r > 0) on_exit_status_(tid_, status);
@@ -52,8 +80,8 @@ bool RemoteSyscalls::WaitForExitStop() {
   }
 }
 
-long RemoteSyscalls::Call(long nr, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3,
-                          uint64_t a4, uint64_t a5) {
+long RemoteSyscalls::Call(long nr, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4,
+                          uint64_t a5) {
   if (!alive_) return -ESRCH;
   SyscallRegs r = saved_;
   if (at_exit_) r.regs.rip -= kSyscallInsnLen;  // execute the `syscall` instruction again

@@ -11,6 +11,7 @@
 #include <functional>
 
 #include "monitor/syscall_regs.h"
+#include "ptrace-ext/notify_listener.h"
 
 namespace amino::monitor {
 
@@ -18,8 +19,11 @@ class RemoteSyscalls {
  public:
   // `on_exit_status` receives a wait status that ends the tracee (killed meanwhile), so the
   // tracer's bookkeeping sees it; `stopped_at_exit`: the tracee is at a syscall-exit stop.
+  // `listener`: under the notify backend, where the filter may queue an injected call; it is
+  // let through, and other threads' calls taken meanwhile are deferred to the tracer.
   RemoteSyscalls(pid_t tid, const SyscallRegs& saved, bool stopped_at_exit,
-                 std::function<void(pid_t, int)> on_exit_status);
+                 std::function<void(pid_t, int)> on_exit_status,
+                 ptrace_ext::NotifyListener* listener = nullptr);
   // The call's result (-errno on failure), or -ESRCH if the tracee died.
   long Call(long nr, uint64_t a0 = 0, uint64_t a1 = 0, uint64_t a2 = 0, uint64_t a3 = 0,
             uint64_t a4 = 0, uint64_t a5 = 0);
@@ -38,12 +42,14 @@ class RemoteSyscalls {
 
  private:
   bool WaitForExitStop();
+  pid_t WaitForStop(int* status);
   pid_t tid_;
   SyscallRegs saved_;
   bool at_exit_;  // the tracee's registers describe a completed call (rip after `syscall`)
   bool alive_ = true;
   int pending_signal_ = 0;
   std::function<void(pid_t, int)> on_exit_status_;
+  ptrace_ext::NotifyListener* listener_;
 };
 
 }  // namespace amino::monitor

@@ -1,10 +1,10 @@
 #include "monitor/run.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstring>
 #include <memory>
-
-#include <sys/stat.h>
 
 #include "monitor/call_handler.h"
 #include "monitor/host/host_handler.h"
@@ -25,7 +25,8 @@ int Run(const RunOptions& options) {
   if (options.backend == "auto") {
     t.backend = ptrace_ext::ChooseBackend(features);
   } else if (!ptrace_ext::ParseBackend(options.backend, &t.backend)) {
-    std::fprintf(stderr, "amino run: unknown backend '%s' (auto, seccomp, ptrace, kernel)\n",
+    std::fprintf(stderr,
+                 "amino run: unknown backend '%s' (auto, notify, seccomp, ptrace, kernel)\n",
                  options.backend.c_str());
     return 2;
   }
@@ -41,8 +42,18 @@ int Run(const RunOptions& options) {
     std::fprintf(stderr, "amino run: backend 'kernel' is not implemented by this monitor yet\n");
     return 2;
   }
-  if (t.backend == ptrace_ext::Backend::kSeccomp && !features.seccomp_skip) {
-    std::fprintf(stderr, "amino run: this kernel cannot trace through seccomp; use --backend ptrace\n");
+  if ((t.backend == ptrace_ext::Backend::kSeccomp || t.backend == ptrace_ext::Backend::kNotify) &&
+      !features.seccomp_skip) {
+    std::fprintf(stderr,
+                 "amino run: this kernel cannot trace through seccomp; use --backend ptrace\n");
+    return 2;
+  }
+  if (t.backend == ptrace_ext::Backend::kNotify &&
+      !(features.user_notif && features.notif_wait_killable)) {
+    std::fprintf(stderr,
+                 "amino run: backend 'notify' needs seccomp user notification with a killable "
+                 "wait (Linux 5.19); this kernel (%s) lacks it: use --backend seccomp\n",
+                 features.kernel.c_str());
     return 2;
   }
   if (!options.emulate.empty() && options.emulate != "host") {

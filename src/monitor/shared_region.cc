@@ -42,9 +42,8 @@ std::shared_ptr<SharedRegion> SharedRegion::Create(Thread& t, RemoteSyscalls& rs
     return nullptr;
   }
   long r = rs.Call(SYS_ftruncate, static_cast<uint64_t>(fd), kSize);
-  long base = r < 0 ? r
-                    : rs.Call(SYS_mmap, 0, kSize, PROT_READ, MAP_SHARED,
-                              static_cast<uint64_t>(fd), 0);
+  long base =
+      r < 0 ? r : rs.Call(SYS_mmap, 0, kSize, PROT_READ, MAP_SHARED, static_cast<uint64_t>(fd), 0);
   // The monitor's own view of the same memfd, through the tracee's descriptor.
   std::string path = "/proc/" + std::to_string(t.tid) + "/fd/" + std::to_string(fd);
   int local_fd = base < 0 ? -1 : open(path.c_str(), O_RDWR | O_CLOEXEC);

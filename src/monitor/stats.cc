@@ -8,8 +8,8 @@
 namespace amino::monitor {
 
 void Stats::Print(FILE* out, const char* backend, uint64_t wall_ns) const {
-  static const char* kNames[] = {"seccomp", "syscall-entry", "syscall-exit",
-                                 "signal",  "event",         "group-stop"};
+  static const char* kNames[] = {"seccomp", "syscall-entry", "syscall-exit", "signal",
+                                 "event",   "group-stop",    "notification"};
   uint64_t total = 0;
   for (uint64_t k : kinds_) total += k;
   std::fprintf(out, "amino: backend %s, %llu stops, %.3f ms in the monitor of %.3f ms\n", backend,

@@ -8,7 +8,16 @@
 
 namespace amino::monitor {
 
-enum class StopKind { kSeccomp, kSyscallEntry, kSyscallExit, kSignal, kEvent, kGroupStop, kCount };
+enum class StopKind {
+  kSeccomp,
+  kSyscallEntry,
+  kSyscallExit,
+  kSignal,
+  kEvent,
+  kGroupStop,
+  kNotification,  // not a stop: a call queued on the user-notification listener
+  kCount
+};
 
 class Stats {
  public:

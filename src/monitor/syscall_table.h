@@ -18,7 +18,7 @@ enum class Arg : uint8_t {
   kPath,   // NUL-terminated string in the tracee
   kBuf,    // buffer pointer (contents not shown)
   kOpenFlags,
-  kMode,   // octal
+  kMode,  // octal
   kAtFlags,
 };
 

@@ -31,13 +31,17 @@ std::string OpenFlags(uint64_t f) {
   static const struct {
     uint64_t bit;
     const char* name;
-  } kBits[] = {{O_CREAT, "O_CREAT"},       {O_EXCL, "O_EXCL"},         {O_NOCTTY, "O_NOCTTY"},
-               {O_TRUNC, "O_TRUNC"},       {O_APPEND, "O_APPEND"},     {O_NONBLOCK, "O_NONBLOCK"},
-               {O_DSYNC, "O_DSYNC"},       {O_DIRECT, "O_DIRECT"},     {O_LARGEFILE, "O_LARGEFILE"},
-               {O_DIRECTORY, "O_DIRECTORY"}, {O_NOFOLLOW, "O_NOFOLLOW"}, {O_NOATIME, "O_NOATIME"},
-               {O_CLOEXEC, "O_CLOEXEC"},   {O_PATH, "O_PATH"}};
+  } kBits[] = {
+      {O_CREAT, "O_CREAT"},         {O_EXCL, "O_EXCL"},         {O_NOCTTY, "O_NOCTTY"},
+      {O_TRUNC, "O_TRUNC"},         {O_APPEND, "O_APPEND"},     {O_NONBLOCK, "O_NONBLOCK"},
+      {O_DSYNC, "O_DSYNC"},         {O_DIRECT, "O_DIRECT"},     {O_LARGEFILE, "O_LARGEFILE"},
+      {O_DIRECTORY, "O_DIRECTORY"}, {O_NOFOLLOW, "O_NOFOLLOW"}, {O_NOATIME, "O_NOATIME"},
+      {O_CLOEXEC, "O_CLOEXEC"},     {O_PATH, "O_PATH"}};
   uint64_t acc = f & O_ACCMODE;
-  std::string s = acc == O_RDONLY ? "O_RDONLY" : acc == O_WRONLY ? "O_WRONLY" : acc == O_RDWR ? "O_RDWR" : "3";
+  std::string s = acc == O_RDONLY   ? "O_RDONLY"
+                  : acc == O_WRONLY ? "O_WRONLY"
+                  : acc == O_RDWR   ? "O_RDWR"
+                                    : "3";
   f &= ~static_cast<uint64_t>(O_ACCMODE);
   if ((f & __O_TMPFILE) == __O_TMPFILE) {
     s += "|O_TMPFILE";

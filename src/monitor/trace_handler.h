@@ -20,6 +20,9 @@ class TraceHandler : public CallHandler {
   void OnExec(Thread& t) override { inner_->OnExec(t); }
   void OnTaskExit(Thread& t) override { inner_->OnTaskExit(t); }
   std::vector<long> ExtraTrapped() const override { return inner_->ExtraTrapped(); }
+  // Every call's result is printed, so every call stops at its exit.
+  bool NeedsStop(long) const override { return true; }
+  void SetListener(ptrace_ext::NotifyListener* listener) override { inner_->SetListener(listener); }
   void SetExitSink(std::function<void(pid_t, int)> sink) override { inner_->SetExitSink(sink); }
   void SetProcessTable(ProcessTable* table) override { inner_->SetProcessTable(table); }
 

@@ -1,8 +1,10 @@
 #include "monitor/tracer.h"
 
 #include <fcntl.h>
+#include <linux/audit.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -11,7 +13,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "monitor/pending_signals.h"
 #include "monitor/syscall_table.h"
+#include "monitor/tracee_memory.h"
 #include "ptrace-ext/ptrace.h"
 #include "ptrace-ext/seccomp_filter.h"
 
@@ -21,6 +25,8 @@ using ptrace_ext::Backend;
 using ptrace_ext::Ptrace;
 
 namespace {
+
+constexpr uint64_t kX32SyscallBit = 0x40000000;
 
 uint64_t NowNs() {
   timespec ts;
@@ -66,6 +72,18 @@ Tracer::Tracer(TracerOptions options, CallHandler& handler)
 bool Tracer::StartCommand() {
   for (long nr : FileSyscalls()) trapped_.insert(nr);
   for (long nr : handler_.ExtraTrapped()) trapped_.insert(nr);
+  const bool notify = options_.backend == Backend::kNotify;
+  std::vector<ptrace_ext::TrapRule> rules;
+  for (long nr : trapped_) {
+    ptrace_ext::TrapRule r{nr, notify && !handler_.NeedsStop(nr)};
+    // Anonymous mappings are the loader's and malloc's bread and butter: only file mappings.
+    if (nr == SYS_mmap) r.arg = 3, r.mask = MAP_ANONYMOUS, r.value = 0;
+    rules.push_back(r);
+  }
+  // A child must never escape tracing: CLONE_UNTRACED is taken out of clone's flags (a register
+  // rewrite: a stop) and refused in clone3's (in memory the monitor does not write).
+  rules.push_back({SYS_clone, false, 0, CLONE_UNTRACED, CLONE_UNTRACED});
+  rules.push_back({SYS_clone3, notify});
   int sync[2];
   if (pipe2(sync, O_CLOEXEC) != 0) return false;
   pid_t pid = fork();
@@ -79,16 +97,21 @@ bool Tracer::StartCommand() {
     while (read(sync[0], &c, 1) < 0 && errno == EINTR) {
     }
     close(sync[0]);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);  // the monitor blocks SIGCHLD for its signalfd
     // Under the ptrace backend the monitor starts watching calls at this stop, so the
     // command's first traced call is its execve, as under the filter.
     if (options_.backend == Backend::kPtrace) raise(SIGSTOP);
-    if (options_.backend == Backend::kSeccomp) {
-      std::string err = ptrace_ext::InstallTraceFilter(
-          std::vector<long>(trapped_.begin(), trapped_.end()));
+    if (options_.backend != Backend::kPtrace) {
+      int listener = -1;
+      std::string err = ptrace_ext::InstallFilter(rules, &listener);
       if (!err.empty()) {
         std::fprintf(stderr, "amino run: %s\n", err.c_str());
         _exit(126);
       }
+      // The monitor takes the listener at this stop; it closes here at exec.
+      if (listener >= 0) raise(SIGSTOP);
     }
     std::vector<char*> argv;
     for (const std::string& a : options_.argv) argv.push_back(const_cast<char*>(a.c_str()));
@@ -101,7 +124,7 @@ bool Tracer::StartCommand() {
   close(sync[0]);
   long opts = PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
               PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL;
-  if (options_.backend == Backend::kSeccomp) opts |= PTRACE_O_TRACESECCOMP;
+  if (options_.backend != Backend::kPtrace) opts |= PTRACE_O_TRACESECCOMP;
   if (Ptrace(PTRACE_SEIZE, pid, 0, opts) != 0 || Ptrace(PTRACE_INTERRUPT, pid) != 0) {
     std::fprintf(stderr, "amino run: cannot trace: %s\n", std::strerror(errno));
     kill(pid, SIGKILL);
@@ -109,13 +132,20 @@ bool Tracer::StartCommand() {
     return false;
   }
   root_ = pid;
-  table_.AddRoot(pid).starting = options_.backend == Backend::kPtrace;
+  table_.AddRoot(pid).starting =
+      options_.backend == Backend::kPtrace || options_.backend == Backend::kNotify;
   close(sync[1]);  // the child may go on: it is traced
   return true;
 }
 
 int Tracer::Run() {
   const uint64_t start = NowNs();
+  // SIGCHLD reaches the poll loop through a signalfd; blocked before the fork so that no stop
+  // of the child can be missed. The child unblocks it.
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  if (options_.backend == Backend::kNotify) sigprocmask(SIG_BLOCK, &chld, nullptr);
   if (!StartCommand()) return 126;
   // Keyboard signals reach the command through the terminal; the monitor outlives them to report
   // how the command ended. Termination requests are passed on to the command.
@@ -133,13 +163,50 @@ int Tracer::Run() {
 
   handler_.SetExitSink([this](pid_t tid, int status) { HandleExit(tid, status); });
   handler_.SetProcessTable(&table_);
+  if (options_.backend == Backend::kNotify) {
+    handler_.SetListener(&listener_);
+    PollLoop();
+  } else {
+    WaitLoop();
+  }
+  if (options_.stats) {
+    std::string backend = ptrace_ext::BackendName(options_.backend);
+    if (options_.backend == Backend::kNotify) {
+      backend += sync_wake_up_ ? " (synchronous wake-up)" : " (no synchronous wake-up)";
+    }
+    stats_.Print(options_.stats_out, backend.c_str(), NowNs() - start);
+  }
+  if (root_status_ < 0) return 126;
+  if (WIFSIGNALED(root_status_)) {
+    // Die the same way, so a waiting shell sees the signal (bash ends a script on a child killed
+    // by SIGINT) and not merely an exit code. The monitor's own core is not wanted.
+    const int sig = WTERMSIG(root_status_);
+    std::fflush(nullptr);
+    struct rlimit no_core {
+      0, 0
+    };
+    setrlimit(RLIMIT_CORE, &no_core);
+    signal(sig, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    sigprocmask(SIG_UNBLOCK, &set, nullptr);
+    kill(getpid(), sig);
+    return 128 + sig;  // a signal that does not end a process
+  }
+  return WEXITSTATUS(root_status_);
+}
+
+void Tracer::WaitLoop() {
   for (;;) {
     ForwardPendingSignals();
     int status;
     pid_t tid = waitpid(-1, &status, __WALL | (parked_.empty() ? 0 : WNOHANG));
     if (tid == 0) {
       // Only parked threads remain runnable from our side: retry them shortly.
-      struct timespec pause {0, 200000};
+      struct timespec pause {
+        0, 200000
+      };
       nanosleep(&pause, nullptr);
       RetryParked();
       continue;
@@ -158,26 +225,6 @@ int Tracer::Run() {
     }
     stats_.AddMonitorNanos(NowNs() - t0);
   }
-  if (options_.stats) {
-    stats_.Print(options_.stats_out, ptrace_ext::BackendName(options_.backend), NowNs() - start);
-  }
-  if (root_status_ < 0) return 126;
-  if (WIFSIGNALED(root_status_)) {
-    // Die the same way, so a waiting shell sees the signal (bash ends a script on a child killed
-    // by SIGINT) and not merely an exit code. The monitor's own core is not wanted.
-    const int sig = WTERMSIG(root_status_);
-    std::fflush(nullptr);
-    struct rlimit no_core {0, 0};
-    setrlimit(RLIMIT_CORE, &no_core);
-    signal(sig, SIG_DFL);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, sig);
-    sigprocmask(SIG_UNBLOCK, &set, nullptr);
-    kill(getpid(), sig);
-    return 128 + sig;  // a signal that does not end a process
-  }
-  return WEXITSTATUS(root_status_);
 }
 
 void Tracer::ForwardPendingSignals() {
@@ -238,6 +285,10 @@ void Tracer::HandleStop(pid_t tid, int status) {
       stats_.Count(StopKind::kSignal);
       if (t->starting && sig == SIGSTOP) {
         t->starting = false;  // the child is about to exec: trace from here, drop the stop
+        if (options_.backend == Backend::kNotify && !TakeListener(tid)) {
+          kill(tid, SIGKILL);
+          return;
+        }
         Resume(*t);
         return;
       }
@@ -257,7 +308,7 @@ void Tracer::OnSyscallStop(Thread& t, bool seccomp) {
   if (seccomp) {
     stats_.Count(StopKind::kSeccomp);
     entry = true;
-  } else if (options_.backend == Backend::kSeccomp) {
+  } else if (options_.backend != Backend::kPtrace) {
     // Under the filter, syscall stops are only requested to see a call's exit.
     entry = false;
     stats_.Count(StopKind::kSyscallExit);
@@ -268,6 +319,16 @@ void Tracer::OnSyscallStop(Thread& t, bool seccomp) {
     stats_.Count(entry ? StopKind::kSyscallEntry : StopKind::kSyscallExit);
   }
   if (entry) {
+    if (ForeignAbi(t, call, seccomp)) {
+      // Another ABI's numbers mean other calls: the kernel runs them as asked.
+      stats_.CountCall(call.nr());
+      Resume(t);
+      return;
+    }
+    if ((call.nr() == SYS_clone || call.nr() == SYS_clone3) && KeepTraced(t, call, seccomp)) {
+      stats_.CountCall(call.nr());
+      return;
+    }
     if (!seccomp && !trapped_.count(call.nr())) {
       // The ptrace backend stops on every call; only file calls go to the handler.
       stats_.CountCall(call.nr());
@@ -283,12 +344,63 @@ void Tracer::OnSyscallStop(Thread& t, bool seccomp) {
     t.want_exit_stop = false;
     if (t.pending_nr == -1) {
       call.regs.rax = t.pending_args[0];
+      if (t.interrupted_nr >= 0) {
+        // The call gave way to a signal: with its number back, the kernel restarts it or
+        // fails it with EINTR as the signal's SA_RESTART says.
+        call.regs.orig_rax = static_cast<unsigned long long>(t.interrupted_nr);
+        t.interrupted_nr = -1;
+      }
       Ptrace(PTRACE_SETREGS, t.tid, 0, &call.regs);
     } else {
       call.regs.orig_rax = static_cast<unsigned long long>(t.pending_nr);
       handler_.OnExit(t, call);
       Ptrace(PTRACE_SETREGS, t.tid, 0, &call.regs);  // the handler may set result or registers
     }
+  }
+  Resume(t);
+}
+
+bool Tracer::ForeignAbi(Thread& t, const SyscallRegs& call, bool seccomp) {
+  if (call.regs.orig_rax & kX32SyscallBit) return true;
+  if (seccomp) {
+    unsigned long data = 0;
+    Ptrace(PTRACE_GETEVENTMSG, t.tid, 0, &data);
+    return data == ptrace_ext::kForeignAbiStop;
+  }
+  // The ptrace backend sees every call: only the ones the handler would take are checked.
+  if (!trapped_.count(call.nr())) return false;
+  __ptrace_syscall_info info{};
+  return Ptrace(PTRACE_GET_SYSCALL_INFO, t.tid, sizeof info, &info) > 0 &&
+         info.arch != AUDIT_ARCH_X86_64;
+}
+
+bool Tracer::KeepTraced(Thread& t, SyscallRegs& call, bool seccomp) {
+  if (call.nr() == SYS_clone) {
+    if (!(call.arg(0) & CLONE_UNTRACED)) return false;
+    call.regs.rdi &= ~static_cast<uint64_t>(CLONE_UNTRACED);
+    Ptrace(PTRACE_SETREGS, t.tid, 0, &call.regs);
+    t.want_exit_stop = false;
+    Resume(t);
+    return true;
+  }
+  uint64_t flags = 0;
+  if (ReadMemory(*t.proc, call.arg(0), &flags, sizeof flags) != 0 || !(flags & CLONE_UNTRACED)) {
+    return false;  // the kernel reports a bad pointer itself
+  }
+  Emulate(t, call, seccomp, -ENOSYS);  // the C library then falls back to clone
+  return true;
+}
+
+void Tracer::Emulate(Thread& t, SyscallRegs& call, bool seccomp, long result) {
+  call.Skip(result);
+  Ptrace(PTRACE_SETREGS, t.tid, 0, &call.regs);
+  if (!seccomp) {
+    // The kernel overwrites rax with -ENOSYS for the skipped call: set it at the exit stop.
+    t.want_exit_stop = true;
+    t.pending_nr = -1;
+    t.pending_args[0] = static_cast<unsigned long long>(result);
+  } else {
+    t.want_exit_stop = false;
   }
   Resume(t);
 }
@@ -305,17 +417,8 @@ void Tracer::Dispatch(Thread& t, SyscallRegs& call, bool seccomp) {
       Ptrace(PTRACE_SETREGS, t.tid, 0, &call.regs);
       break;
     case Decision::Kind::kEmulate:
-      call.Skip(d.result);
-      Ptrace(PTRACE_SETREGS, t.tid, 0, &call.regs);
-      if (!seccomp) {
-        // The kernel overwrites rax with -ENOSYS for the skipped call: set it at the exit stop.
-        t.want_exit_stop = true;
-        t.pending_nr = -1;
-        t.pending_args[0] = static_cast<unsigned long long>(d.result);
-      } else {
-        t.want_exit_stop = false;
-      }
-      break;
+      Emulate(t, call, seccomp, d.result);
+      return;
     case Decision::Kind::kRestart:
       // The call runs again from its instruction: its next stop is a fresh entry.
       t.want_exit_stop = false;
@@ -324,20 +427,52 @@ void Tracer::Dispatch(Thread& t, SyscallRegs& call, bool seccomp) {
       return;
     case Decision::Kind::kPark:
       t.parked_seccomp = seccomp;
-      parked_.push_back(t.tid);
+      parked_.push_back({t.tid, false, {}});
       return;
+    case Decision::Kind::kReplied:
+      std::fprintf(stderr, "amino run: internal error: a stopped call answered as notified\n");
+      call.Skip(-ENOSYS);
+      Ptrace(PTRACE_SETREGS, t.tid, 0, &call.regs);
+      break;
   }
   Resume(t);
 }
 
+void Tracer::Interrupt(Thread& t, SyscallRegs& call, bool seccomp) {
+  // Skip the call now and, at its exit stop, give it back its number with -ERESTARTSYS: the
+  // signal is then delivered and the call restarted (or EINTR) exactly as after a kernel wait.
+  const long nr = call.nr();
+  call.Skip(-kERestartSys);
+  Ptrace(PTRACE_SETREGS, t.tid, 0, &call.regs);
+  t.want_exit_stop = true;
+  t.pending_nr = -1;
+  t.pending_args[0] = static_cast<unsigned long long>(-kERestartSys);
+  t.interrupted_nr = nr;
+  (void)seccomp;
+  Resume(t);
+}
+
 void Tracer::RetryParked() {
-  std::vector<pid_t> parked;
+  std::vector<Parked> parked;
   parked.swap(parked_);
-  for (pid_t tid : parked) {
-    Thread* t = table_.Find(tid);
+  for (Parked& p : parked) {
+    Thread* t = table_.Find(p.tid);
     if (!t) continue;
+    if (p.notified) {
+      if (!listener_.Pending(p.call.notification_id)) continue;  // killed meanwhile
+      if (SignalPending(p.tid)) {
+        listener_.Reply(p.call.notification_id, -kERestartSys);
+        continue;
+      }
+      DispatchNotified(*t, p.call);
+      continue;
+    }
     SyscallRegs call;
-    if (Ptrace(PTRACE_GETREGS, tid, 0, &call.regs) != 0) continue;
+    if (Ptrace(PTRACE_GETREGS, p.tid, 0, &call.regs) != 0) continue;
+    if (SignalPending(p.tid)) {
+      Interrupt(*t, call, t->parked_seccomp);
+      continue;
+    }
     Dispatch(*t, call, t->parked_seccomp);
   }
 }

@@ -1,18 +1,24 @@
 // The tracer: starts the command under ptrace (and the seccomp filter), follows every task the
 // tree creates, re-injects signals, handles group-stops, and hands each trapped call to a
 // CallHandler. Ends when the whole tree has ended; returns the command's exit status.
+//
+// Under the notify backend, calls come two ways: ptrace stops (waitpid, woken by SIGCHLD through
+// a signalfd) and the seccomp listener; one poll() waits for both. The listener is set to wake
+// the monitor on the caller's CPU, which removes the cross-CPU wake-up that dominates a stop.
 #pragma once
+
+#include <sys/types.h>
 
 #include <cstdio>
 #include <set>
 #include <string>
 #include <vector>
-#include <sys/types.h>
 
 #include "monitor/call_handler.h"
 #include "monitor/process_table.h"
 #include "monitor/stats.h"
 #include "ptrace-ext/features.h"
+#include "ptrace-ext/notify_listener.h"
 
 namespace amino::monitor {
 
@@ -43,6 +49,24 @@ class Tracer {
   void ForwardPendingSignals();
   void Dispatch(Thread& t, SyscallRegs& call, bool seccomp);
   void RetryParked();
+  void Interrupt(Thread& t, SyscallRegs& call, bool seccomp);
+  void Emulate(Thread& t, SyscallRegs& call, bool seccomp, long result);
+  bool ForeignAbi(Thread& t, const SyscallRegs& call, bool seccomp);
+  // clone/clone3 asking for CLONE_UNTRACED: handled (true) so that the child stays traced.
+  bool KeepTraced(Thread& t, SyscallRegs& call, bool seccomp);
+  void WaitLoop();
+  // tracer_notify.cc
+  bool TakeListener(pid_t pid);
+  void PollLoop();
+  bool DrainWaits();
+  void OnNotification();
+  void DispatchNotified(Thread& t, SyscallRegs& call);
+
+  struct Parked {
+    pid_t tid;
+    bool notified;     // waits on the listener, not in a ptrace stop
+    SyscallRegs call;  // the notified call, to hand to the handler again
+  };
 
   TracerOptions options_;
   CallHandler& handler_;
@@ -51,7 +75,9 @@ class Tracer {
   pid_t root_ = -1;
   int root_status_ = -1;
   std::set<long> trapped_;      // the calls handed to the handler
-  std::vector<pid_t> parked_;  // threads whose call waits for a lock
+  std::vector<Parked> parked_;  // threads whose call waits for a lock
+  ptrace_ext::NotifyListener listener_;
+  bool sync_wake_up_ = false;
 };
 
 }  // namespace amino::monitor

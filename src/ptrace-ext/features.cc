@@ -1,6 +1,7 @@
 #include "ptrace-ext/features.h"
 
 #include <fcntl.h>
+#include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <seccomp.h>
 #include <signal.h>
@@ -13,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdio>
 
@@ -32,11 +34,34 @@ constexpr __u64 kNotifSyncWakeUp = 1;
 constexpr int kChildSkipWorked = 1;
 constexpr int kChildNotif = 2;
 constexpr int kChildNotifSync = 4;
+constexpr int kChildNotifKillable = 8;
+
+// A filter that allows everything, loaded with the killable-wait listener flag: accepted only
+// by kernels that know the flag. In a child of its own, since a filter chain has at most one
+// listener.
+bool KillableListenerWorks() {
+  pid_t pid = fork();
+  if (pid < 0) return false;
+  if (pid == 0) {
+    sock_filter allow[] = {BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
+    sock_fprog prog{1, allow};
+    long fd =
+        syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, &prog);
+    _exit(fd < 0 ? 1 : 0);
+  }
+  int status;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return false;
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
 
 [[noreturn]] void ProbeChild() {
   prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
   raise(SIGSTOP);
   int bits = 0;
+  if (KillableListenerWorks()) bits |= kChildNotifKillable;
   // A listener for a call nobody makes tells whether user notification exists.
   if (scmp_filter_ctx n = seccomp_init(SCMP_ACT_ALLOW)) {
     if (seccomp_rule_add(n, SCMP_ACT_NOTIFY, SCMP_SYS(syslog), 0) == 0 && seccomp_load(n) == 0) {
@@ -64,6 +89,8 @@ const char* BackendName(Backend b) {
   switch (b) {
     case Backend::kSeccomp:
       return "seccomp";
+    case Backend::kNotify:
+      return "notify";
     case Backend::kPtrace:
       return "ptrace";
     case Backend::kKernel:
@@ -73,7 +100,7 @@ const char* BackendName(Backend b) {
 }
 
 bool ParseBackend(const std::string& name, Backend* out) {
-  for (Backend b : {Backend::kSeccomp, Backend::kPtrace, Backend::kKernel}) {
+  for (Backend b : {Backend::kNotify, Backend::kSeccomp, Backend::kPtrace, Backend::kKernel}) {
     if (name == BackendName(b)) {
       *out = b;
       return true;
@@ -109,6 +136,7 @@ KernelFeatures ProbeKernel() {
         f.seccomp_skip = code & kChildSkipWorked;
         f.user_notif = code & kChildNotif;
         f.notif_sync_wakeup = code & kChildNotifSync;
+        f.notif_wait_killable = code & kChildNotifKillable;
       }
       break;
     }
@@ -116,7 +144,8 @@ KernelFeatures ProbeKernel() {
     int sig = WSTOPSIG(status);
     int event = status >> 16;
     if (sig == SIGSTOP && !saw_stop && (event == 0 || event == PTRACE_EVENT_STOP)) {
-      // The child's own stop (a group-stop if it stopped before we attached): memory transfer and request probes, then trace its calls.
+      // The child's own stop (a group-stop if it stopped before we attached): memory transfer and
+      // request probes, then trace its calls.
       saw_stop = true;
       long word = 0;
       char path[64];
@@ -127,9 +156,11 @@ KernelFeatures ProbeKernel() {
                      static_cast<ssize_t>(sizeof word);
         close(fd);
       }
-      struct iovec local {&word, sizeof word}, remote{const_cast<long*>(&kMagic), sizeof word};
-      f.process_vm = process_vm_readv(pid, &local, 1, &remote, 1, 0) ==
-                     static_cast<ssize_t>(sizeof word);
+      struct iovec local {
+        &word, sizeof word
+      }, remote{const_cast<long*>(&kMagic), sizeof word};
+      f.process_vm =
+          process_vm_readv(pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(sizeof word);
       f.ptrace_select = Ptrace(kPtraceSelect, pid) == 0;
       f.ptrace_checkemu = Ptrace(kPtraceCheckEmu, pid) == 0;
       f.ptrace_sysskip = Ptrace(kPtraceSysSkip, pid) == 0;
@@ -169,7 +200,11 @@ KernelFeatures ProbeKernel() {
 
 Backend ChooseBackend(const KernelFeatures& f) {
   if (f.ptrace_select && f.ptrace_checkemu && f.ptrace_sysskip) return Backend::kKernel;
-  if (f.seccomp_filter && f.seccomp_trace && f.seccomp_skip) return Backend::kSeccomp;
+  const bool trace = f.seccomp_filter && f.seccomp_trace && f.seccomp_skip;
+  // Notification without the killable wait could run an emulated call twice (a signal after the
+  // monitor acted would restart it): not worth its speed.
+  if (trace && f.user_notif && f.notif_wait_killable) return Backend::kNotify;
+  if (trace) return Backend::kSeccomp;
   return Backend::kPtrace;
 }
 

@@ -1,16 +1,45 @@
 #include "ptrace-ext/seccomp_filter.h"
 
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <seccomp.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
+#include <vector>
 
 namespace amino::ptrace_ext {
+namespace {
 
-std::string InstallTraceFilter(const std::vector<long>& trapped) {
+// libseccomp 2.5 cannot ask for the killable wait: the program it builds is loaded here. Nothing
+// after the load may make a trapped call before the monitor holds the listener, so the program
+// is read back and its descriptor closed first.
+std::string LoadWithFlags(scmp_filter_ctx ctx, unsigned flags, int* listener) {
+  int mem = memfd_create("amino-filter", MFD_CLOEXEC);
+  if (mem < 0) return std::string("memfd_create: ") + std::strerror(errno);
+  int rc = seccomp_export_bpf(ctx, mem);
+  off_t size = rc == 0 ? lseek(mem, 0, SEEK_END) : -1;
+  std::vector<sock_filter> code(size > 0 ? static_cast<size_t>(size) / sizeof(sock_filter) : 0);
+  const bool read_back =
+      !code.empty() && pread(mem, code.data(), code.size() * sizeof(sock_filter), 0) ==
+                           static_cast<ssize_t>(code.size() * sizeof(sock_filter));
+  close(mem);
+  if (rc != 0) return std::string("seccomp filter: ") + std::strerror(-rc);
+  if (!read_back) return "seccomp filter: cannot read the compiled program";
+  sock_fprog prog{static_cast<unsigned short>(code.size()), code.data()};
+  long fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog);
+  if (fd < 0) return std::string("seccomp(SECCOMP_SET_MODE_FILTER): ") + std::strerror(errno);
+  *listener = static_cast<int>(fd);
+  return {};
+}
+
+}  // namespace
+
+std::string InstallFilter(const std::vector<TrapRule>& rules, int* listener) {
   // Without CAP_SYS_ADMIN a filter needs no_new_privs: then a set-user-id program run under
   // Amino gains no privilege, as under any tracer.
   if (geteuid() != 0 && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
@@ -19,20 +48,33 @@ std::string InstallTraceFilter(const std::vector<long>& trapped) {
   scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
   if (!ctx) return "seccomp_init failed";
   std::string err;
-  int rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_TRACE(0));
+  bool any_notify = false;
+  int rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_TRACE(kForeignAbiStop));
   if (rc == 0) rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
-  for (long nr : trapped) {
+  for (const TrapRule& r : rules) {
     if (rc != 0) break;
-    if (nr == SYS_mmap) {
-      // Anonymous mappings are the loader's and malloc's bread and butter: only file mappings stop.
-      rc = seccomp_rule_add(ctx, SCMP_ACT_TRACE(0), static_cast<int>(nr), 1,
-                            SCMP_A3(SCMP_CMP_MASKED_EQ, MAP_ANONYMOUS, 0));
+    const uint32_t action = r.notify ? SCMP_ACT_NOTIFY : SCMP_ACT_TRACE(0);
+    any_notify |= r.notify;
+    if (r.arg >= 0) {
+      scmp_arg_cmp cmp{static_cast<unsigned>(r.arg), SCMP_CMP_MASKED_EQ, r.mask, r.value};
+      rc = seccomp_rule_add_array(ctx, action, static_cast<int>(r.nr), 1, &cmp);
     } else {
-      rc = seccomp_rule_add(ctx, SCMP_ACT_TRACE(0), static_cast<int>(nr), 0);
+      rc = seccomp_rule_add(ctx, action, static_cast<int>(r.nr), 0);
     }
   }
-  if (rc == 0) rc = seccomp_load(ctx);
-  if (rc != 0) err = std::string("seccomp filter: ") + std::strerror(-rc);
+  if (rc != 0) {
+    err = std::string("seccomp filter: ") + std::strerror(-rc);
+  } else if (any_notify) {
+    if (!listener) {
+      err = "seccomp filter: notification rules need a listener";
+    } else {
+      err = LoadWithFlags(
+          ctx, SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, listener);
+    }
+  } else {
+    rc = seccomp_load(ctx);
+    if (rc != 0) err = std::string("seccomp filter: ") + std::strerror(-rc);
+  }
   seccomp_release(ctx);
   return err;
 }

@@ -1,15 +1,35 @@
-// The seccomp-bpf program that makes the calls Amino may service stop for the tracer
-// (SECCOMP_RET_TRACE) and lets every other call run with no stop at all.
+// The seccomp-bpf program that makes the calls Amino may service reach the monitor and lets
+// every other call run with no stop at all. A trapped call either stops the thread for the
+// tracer (SECCOMP_RET_TRACE) or is queued on a listener descriptor (SECCOMP_RET_USER_NOTIF),
+// which costs a third as much but lets the monitor only pass, emulate or answer with a
+// descriptor.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace amino::ptrace_ext {
 
-// Installs the filter in the calling process (the child, just before exec). `trapped` are
-// x86-64 system call numbers. Calls of another ABI (int 0x80, x32) are trapped too, so none
-// reaches a file unseen. Returns an error message, empty on success.
-std::string InstallTraceFilter(const std::vector<long>& trapped);
+struct TrapRule {
+  long nr;              // x86-64 system call number
+  bool notify = false;  // user notification instead of a ptrace stop
+  // Trap only when (argument `arg` & mask) == value; arg -1: always.
+  int arg = -1;
+  uint64_t mask = 0;
+  uint64_t value = 0;
+};
+
+// PTRACE_GETEVENTMSG at a seccomp stop: a call of another ABI (int 0x80 or x32 from this
+// process), whose numbers are not the x86-64 ones.
+constexpr unsigned long kForeignAbiStop = 1;
+
+// Installs the filter in the calling process (the child, just before exec). Calls of another ABI
+// (int 0x80, x32) always stop for the tracer, so none reaches a file unseen. When a rule asks
+// for notification, the listener is created with SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (once
+// the monitor has received a call, only a fatal signal interrupts the wait for its answer, so
+// an emulated call never takes effect twice) and returned in *listener (close-on-exec).
+// Returns an error message, empty on success.
+std::string InstallFilter(const std::vector<TrapRule>& rules, int* listener);
 
 }  // namespace amino::ptrace_ext

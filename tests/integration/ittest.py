@@ -6,8 +6,10 @@ stdout, stderr (the scratch path normalised), exit status and the file tree left
 
 Modes (how the second run is made):
   native        the command natively again: checks that the scenario itself is deterministic
+  notify        amino run --backend notify
   seccomp       amino run --backend seccomp
   ptrace        amino run --backend ptrace
+  host-notify   amino run --backend notify --emulate=host
   host-seccomp  amino run --backend seccomp --emulate=host
   host-ptrace   amino run --backend ptrace --emulate=host
 
@@ -37,12 +39,14 @@ LARGE = os.environ.get("AMINO_IT_LARGE") == "1"
 
 MODE_FLAGS = {
     "native": None,
+    "notify": ["--backend", "notify"],
     "seccomp": ["--backend", "seccomp"],
     "ptrace": ["--backend", "ptrace"],
+    "host-notify": ["--backend", "notify", "--emulate=host"],
     "host-seccomp": ["--backend", "seccomp", "--emulate=host"],
     "host-ptrace": ["--backend", "ptrace", "--emulate=host"],
 }
-DEFAULT_MODES = ["seccomp", "ptrace", "host-seccomp", "host-ptrace"]
+DEFAULT_MODES = ["notify", "seccomp", "ptrace", "host-notify", "host-seccomp", "host-ptrace"]
 MODES = list(DEFAULT_MODES)
 
 # From --deadline SECONDS: no command runs past it, so that a hung command is killed by the

@@ -138,7 +138,9 @@ int ReadPath(Thread& t, uint64_t addr, std::string* out, bool* via_shadow, Proce
     size_t e;
     long pid = number(6, &e);
     if (pid <= 0 || e >= out->size() || (*out)[e] != '/') return 0;
-    Thread* other = pid == t.proc->tgid ? &t : table ? table->Find(static_cast<pid_t>(pid)) : nullptr;
+    Thread* other = pid == t.proc->tgid ? &t
+                    : table             ? table->Find(static_cast<pid_t>(pid))
+                                        : nullptr;
     if (!other || !other->proc) return 0;
     owner = other->proc.get();
     at = e + 1;

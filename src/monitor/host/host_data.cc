@@ -85,13 +85,13 @@ long WriteFrom(Thread& t, int fd, const std::vector<iovec>& iov, int64_t offset,
     while (in_vec < v.iov_len && done < kMaxRw) {
       size_t want = std::min({v.iov_len - in_vec, kChunk, kMaxRw - done});
       buf.resize(want);
-      if (ReadMemory(*t.proc, reinterpret_cast<uint64_t>(v.iov_base) + in_vec, buf.data(),
-                     want) != 0) {
+      if (ReadMemory(*t.proc, reinterpret_cast<uint64_t>(v.iov_base) + in_vec, buf.data(), want) !=
+          0) {
         return done ? static_cast<long>(done) : -EFAULT;
       }
       iovec local{buf.data(), want};
-      ssize_t n = pwritev2(fd, &local, 1, offset < 0 ? -1 : offset + static_cast<int64_t>(done),
-                           rwf);
+      ssize_t n =
+          pwritev2(fd, &local, 1, offset < 0 ? -1 : offset + static_cast<int64_t>(done), rwf);
       if (n < 0) return done ? static_cast<long>(done) : -errno;
       done += static_cast<size_t>(n);
       in_vec += static_cast<size_t>(n);
@@ -131,7 +131,8 @@ Decision HostHandler::DataCall(Thread& t, SyscallRegs& call, HostFile& f) {
     case SYS_pread64:
       iov = {{reinterpret_cast<void*>(a1), static_cast<size_t>(a2)}};
       if (nr == SYS_pread64 && static_cast<int64_t>(a3) < 0) return Decision::Emulate(-EINVAL);
-      return Decision::Emulate(ReadInto(t, fd, iov, nr == SYS_read ? -1 : static_cast<int64_t>(a3), 0));
+      return Decision::Emulate(
+          ReadInto(t, fd, iov, nr == SYS_read ? -1 : static_cast<int64_t>(a3), 0));
     case SYS_write:
     case SYS_pwrite64:
       iov = {{reinterpret_cast<void*>(a1), static_cast<size_t>(a2)}};
@@ -151,7 +152,8 @@ Decision HostHandler::DataCall(Thread& t, SyscallRegs& call, HostFile& f) {
       if ((nr == SYS_preadv2 || nr == SYS_pwritev2) && off < -1) return Decision::Emulate(-EINVAL);
       int rwf = (nr == SYS_preadv2 || nr == SYS_pwritev2) ? static_cast<int>(call.arg(5)) : 0;
       const bool reading = nr == SYS_readv || nr == SYS_preadv || nr == SYS_preadv2;
-      return Decision::Emulate(reading ? ReadInto(t, fd, iov, off, rwf) : WriteFrom(t, fd, iov, off, rwf));
+      return Decision::Emulate(reading ? ReadInto(t, fd, iov, off, rwf)
+                                       : WriteFrom(t, fd, iov, off, rwf));
     }
     case SYS_lseek:
       return Decision::Emulate(Result(lseek(fd, static_cast<off_t>(a1), static_cast<int>(a2))));
@@ -185,17 +187,17 @@ Decision HostHandler::DataCall(Thread& t, SyscallRegs& call, HostFile& f) {
     case SYS_syncfs:
       return Decision::Emulate(Result(syncfs(fd)));
     case SYS_sync_file_range:
-      return Decision::Emulate(Result(sync_file_range(fd, static_cast<off_t>(a1),
-                                                      static_cast<off_t>(a2),
-                                                      static_cast<unsigned>(a3))));
+      return Decision::Emulate(Result(sync_file_range(
+          fd, static_cast<off_t>(a1), static_cast<off_t>(a2), static_cast<unsigned>(a3))));
     case SYS_fallocate:
-      return Decision::Emulate(Result(fallocate(fd, static_cast<int>(a1), static_cast<off_t>(a2),
-                                                static_cast<off_t>(a3))));
+      return Decision::Emulate(Result(
+          fallocate(fd, static_cast<int>(a1), static_cast<off_t>(a2), static_cast<off_t>(a3))));
     case SYS_fadvise64:
-      return Decision::Emulate(-posix_fadvise(fd, static_cast<off_t>(a1), static_cast<off_t>(a2),
-                                              static_cast<int>(a3)));
+      return Decision::Emulate(
+          -posix_fadvise(fd, static_cast<off_t>(a1), static_cast<off_t>(a2), static_cast<int>(a3)));
     case SYS_readahead:
-      return Decision::Emulate(Result(readahead(fd, static_cast<off64_t>(a1), static_cast<size_t>(a2))));
+      return Decision::Emulate(
+          Result(readahead(fd, static_cast<off64_t>(a1), static_cast<size_t>(a2))));
     case SYS_fchmod: {
       AsTracee as(c);
       return Decision::Emulate(Result(fchmod(fd, static_cast<mode_t>(a1))));
@@ -238,7 +240,8 @@ Decision HostHandler::DataCall(Thread& t, SyscallRegs& call, HostFile& f) {
       auto out_shadow = ShadowOf(t, out_fd);
       ScopedFd in_borrowed, out_borrowed;
       int in = in_shadow ? in_shadow->fd : (in_borrowed.reset(Borrow(t, in_fd)), in_borrowed.get());
-      int out = out_shadow ? out_shadow->fd : (out_borrowed.reset(Borrow(t, out_fd)), out_borrowed.get());
+      int out =
+          out_shadow ? out_shadow->fd : (out_borrowed.reset(Borrow(t, out_fd)), out_borrowed.get());
       if (in < 0) return Decision::Emulate(in);
       if (out < 0) return Decision::Emulate(out);
       // A pipe or socket that is not ready would block the monitor: the call waits parked.
@@ -251,10 +254,13 @@ Decision HostHandler::DataCall(Thread& t, SyscallRegs& call, HostFile& f) {
         return Decision::Park();
       }
       int64_t in_off = -1, out_off = -1;
-      if (in_off_p && ReadMemory(*t.proc, in_off_p, &in_off, sizeof in_off) != 0) return Decision::Emulate(-EFAULT);
-      if (out_off_p && ReadMemory(*t.proc, out_off_p, &out_off, sizeof out_off) != 0) return Decision::Emulate(-EFAULT);
+      if (in_off_p && ReadMemory(*t.proc, in_off_p, &in_off, sizeof in_off) != 0)
+        return Decision::Emulate(-EFAULT);
+      if (out_off_p && ReadMemory(*t.proc, out_off_p, &out_off, sizeof out_off) != 0)
+        return Decision::Emulate(-EFAULT);
       std::vector<char> buf(std::min<uint64_t>(count, kChunk));
-      ssize_t got = in_off_p ? pread(in, buf.data(), buf.size(), in_off) : read(in, buf.data(), buf.size());
+      ssize_t got =
+          in_off_p ? pread(in, buf.data(), buf.size(), in_off) : read(in, buf.data(), buf.size());
       if (got <= 0) return Decision::Emulate(got < 0 ? -errno : 0);
       ssize_t put = out_off_p ? pwrite(out, buf.data(), static_cast<size_t>(got), out_off)
                               : write(out, buf.data(), static_cast<size_t>(got));

@@ -46,15 +46,34 @@ const Creds& HostHandler::CredsOf(Thread& t) {
 
 std::vector<long> HostHandler::ExtraTrapped() const {
   // Credential and umask changes invalidate what the monitor caches of a thread.
-  return {SYS_setuid,   SYS_setgid,   SYS_setreuid, SYS_setregid, SYS_setresuid,
-          SYS_setresgid, SYS_setfsuid, SYS_setfsgid, SYS_setgroups, SYS_umask,
+  return {SYS_setuid, SYS_setgid, SYS_setreuid, SYS_setregid, SYS_setresuid, SYS_setresgid,
+          SYS_setfsuid, SYS_setfsgid, SYS_setgroups, SYS_umask,
           // Shadows travel between processes in SCM_RIGHTS messages.
           SYS_sendmsg, SYS_recvmsg};
 }
 
+bool HostHandler::NeedsStop(long nr) const {
+  switch (nr) {
+    // The descriptor's new number is seen at the call's exit.
+    case SYS_dup:
+    case SYS_dup2:
+    case SYS_dup3:
+    case SYS_fcntl:
+    case SYS_close_range:
+    case SYS_recvmsg:
+    case SYS_sendmsg:
+    // The kernel is given the real file for the time of the call.
+    case SYS_mmap:
+    case SYS_fchdir:
+      return true;
+    default:
+      return false;
+  }
+}
+
 bool HostHandler::EnsureRegion(Thread& t, SyscallRegs& call, Decision* restart) {
   if (t.proc->region) return true;
-  RemoteSyscalls rs(t.tid, call, false, exit_sink_);
+  RemoteSyscalls rs(t.tid, call, false, exit_sink_, listener_);
   int err = 0;
   t.proc->region = SharedRegion::Create(t, rs, &err);
   if (!t.proc->region) {
@@ -96,7 +115,8 @@ Decision HostHandler::OnEntry(Thread& t, SyscallRegs& call) {
     case SYS_openat2: {
       open_how how{};
       if (call.arg(3) < sizeof how) return Decision::Emulate(-EINVAL);
-      if (ReadMemory(*t.proc, call.arg(2), &how, sizeof how) != 0) return Decision::Emulate(-EFAULT);
+      if (ReadMemory(*t.proc, call.arg(2), &how, sizeof how) != 0)
+        return Decision::Emulate(-EFAULT);
       if (how.resolve != 0) return Decision::Pass();  // RESOLVE_* rules: the kernel's own
       return Open(t, call, a0, call.arg(1), static_cast<int>(how.flags),
                   static_cast<mode_t>(how.mode));
@@ -120,7 +140,8 @@ Decision HostHandler::OnEntry(Thread& t, SyscallRegs& call) {
       return Fcntl(t, call);
     case SYS_sendmsg:
       for (int fd : PassedFds(t, call.arg(1))) {
-        if (std::shared_ptr<HostFile> f = ShadowOf(t, fd)) in_flight_.emplace(f->placeholder_ino, f);
+        if (std::shared_ptr<HostFile> f = ShadowOf(t, fd))
+          in_flight_.emplace(f->placeholder_ino, f);
       }
       return Decision::Pass();
     case SYS_recvmsg: {
@@ -175,8 +196,8 @@ Decision HostHandler::OnEntry(Thread& t, SyscallRegs& call) {
   return PathCall(t, call);
 }
 
-Decision HostHandler::Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t path_addr,
-                           int flags, mode_t mode) {
+Decision HostHandler::Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t path_addr, int flags,
+                           mode_t mode) {
   std::string path;
   bool via_shadow;
   if (int err = ReadPath(t, path_addr, &path, &via_shadow, table_)) return Decision::Emulate(-err);
@@ -194,9 +215,10 @@ Decision HostHandler::Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t pat
         !S_ISDIR(st.st_mode) && !(nofollow && S_ISLNK(st.st_mode))) {
       // FIFOs, devices, sockets: the kernel's. Relative to a shadow directory, the kernel
       // gets the directory's path through the region instead of the placeholder.
-      std::shared_ptr<HostFile> dir = dirfd == AT_FDCWD || path[0] == '/' ? nullptr
-                                                                          : ShadowOf(t, dirfd);
+      std::shared_ptr<HostFile> dir =
+          dirfd == AT_FDCWD || path[0] == '/' ? nullptr : ShadowOf(t, dirfd);
       if (!dir) return Decision::Pass();
+      if (call.notified) return OpenSpecialNotified(t, call, dfd, path, flags, st);
       std::string base = PathOfFd(dir->fd);
       if (base.empty()) return Decision::Emulate(-ENOENT);
       Decision restart;
@@ -213,7 +235,7 @@ Decision HostHandler::Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t pat
     }
   }
   Decision restart;
-  if (!EnsureRegion(t, call, &restart)) return restart;
+  if (!call.notified && !EnsureRegion(t, call, &restart)) return restart;
   int hfd;
   {
     AsTracee as(c);
@@ -222,6 +244,7 @@ Decision HostHandler::Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t pat
     hfd = openat(dfd, path.c_str(), flags & ~O_CLOEXEC, mode & ~c.umask & 07777);
     if (hfd < 0) return Decision::Emulate(-errno);
   }
+  if (call.notified) return OpenNotified(t, call, hfd, flags);
   auto file = std::make_shared<HostFile>();
   file->fd = hfd;
   Pending p;
@@ -235,6 +258,45 @@ Decision HostHandler::Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t pat
   call.regs.rsi = (flags & O_CLOEXEC) ? MFD_CLOEXEC : 0;
   pending_[t.tid] = std::move(p);
   return Decision::ObserveExit();
+}
+
+Decision HostHandler::OpenNotified(Thread& t, SyscallRegs& call, int hfd, int flags) {
+  auto file = std::make_shared<HostFile>();
+  file->fd = hfd;
+  ScopedFd placeholder(memfd_create("amino", MFD_CLOEXEC));
+  struct stat st;
+  if (placeholder.get() < 0 || fstat(placeholder.get(), &st) != 0) return Decision::Emulate(-errno);
+  file->placeholder_ino = st.st_ino;
+  long fd = listener_->ReplyWithFd(call.notification_id, placeholder.get(), flags & O_CLOEXEC);
+  if (fd == -ENOENT) return Decision::Replied();  // the caller is gone
+  if (fd < 0) return Decision::Emulate(fd);       // no room in its table: EMFILE
+  t.proc->fds->files[static_cast<int>(fd)] = file;
+  by_ino_[file->placeholder_ino] = file;
+  return Decision::Replied();
+}
+
+Decision HostHandler::OpenSpecialNotified(Thread& t, SyscallRegs& call, int dfd,
+                                          const std::string& path, int flags,
+                                          const struct stat& st) {
+  // The kernel cannot be given another path for a notified call, so the monitor opens the node
+  // for the tracee and hands it the real descriptor. A FIFO is opened without waiting (the
+  // monitor must not block): a writer with no reader yet waits parked; a reader is not held
+  // back until a writer comes, which is the one difference from the kernel.
+  const bool fifo = S_ISFIFO(st.st_mode);
+  int fd;
+  {
+    AsTracee as(CredsOf(t));
+    fd = openat(dfd, path.c_str(), (flags | (fifo ? O_NONBLOCK : 0) | O_NOCTTY) & ~O_CLOEXEC);
+  }
+  if (fd < 0) {
+    if (fifo && errno == ENXIO && !(flags & O_NONBLOCK)) return Decision::Park();
+    return Decision::Emulate(-errno);
+  }
+  ScopedFd owned(fd);
+  if (fifo && !(flags & O_NONBLOCK)) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  long r = listener_->ReplyWithFd(call.notification_id, fd, flags & O_CLOEXEC);
+  if (r == -ENOENT) return Decision::Replied();
+  return r < 0 ? Decision::Emulate(r) : Decision::Replied();
 }
 
 Decision HostHandler::Dup(Thread& t, SyscallRegs& call) {
@@ -302,7 +364,8 @@ Decision HostHandler::Fcntl(Thread& t, SyscallRegs& call) {
         fl.l_start = hl.l_start;
         fl.l_len = hl.l_len;
         fl.l_pid = hl.l_type == F_UNLCK ? fl.l_pid : -1;
-        if (WriteMemory(*t.proc, call.arg(2), &fl, sizeof fl) != 0) return Decision::Emulate(-EFAULT);
+        if (WriteMemory(*t.proc, call.arg(2), &fl, sizeof fl) != 0)
+          return Decision::Emulate(-EFAULT);
       }
       return Decision::Emulate(0);
     }
@@ -338,7 +401,7 @@ Decision HostHandler::Mmap(Thread& t, SyscallRegs& call) {
   uint64_t addr = t.proc->region->Put(t.tid, 0, path + '\0');
   if (!addr) return Decision::Emulate(-ENOMEM);
   const int acc = fcntl(f->fd, F_GETFL) & O_ACCMODE;
-  RemoteSyscalls rs(t.tid, call, false, exit_sink_);
+  RemoteSyscalls rs(t.tid, call, false, exit_sink_, listener_);
   long real = rs.Call(SYS_openat, static_cast<uint64_t>(AT_FDCWD), addr,
                       static_cast<uint64_t>(acc | O_CLOEXEC), 0);
   if (real < 0) {
@@ -436,7 +499,7 @@ void HostHandler::OnExit(Thread& t, SyscallRegs& call) {
       }
       break;
     case Pending::Kind::kMmapClose: {
-      RemoteSyscalls rs(t.tid, call, true, exit_sink_);
+      RemoteSyscalls rs(t.tid, call, true, exit_sink_, listener_);
       rs.Call(SYS_close, static_cast<uint64_t>(p.temp_fd));
       rs.Restore();
       return;  // registers are the mmap's own
@@ -484,8 +547,8 @@ Decision HostHandler::PosixLock(Thread& t, SyscallRegs& call, HostFile& f) {
   struct flock fl;
   if (ReadMemory(*t.proc, call.arg(2), &fl, sizeof fl) != 0) return Decision::Emulate(-EFAULT);
   const int acc = fcntl(f.fd, F_GETFL) & O_ACCMODE;
-  if (cmd != F_GETLK && ((fl.l_type == F_RDLCK && acc == O_WRONLY) ||
-                         (fl.l_type == F_WRLCK && acc == O_RDONLY))) {
+  if (cmd != F_GETLK &&
+      ((fl.l_type == F_RDLCK && acc == O_WRONLY) || (fl.l_type == F_WRLCK && acc == O_RDONLY))) {
     return Decision::Emulate(-EBADF);
   }
   struct stat st;
@@ -564,8 +627,8 @@ void HostHandler::OnExec(Thread& t) {
   for (auto it = files.begin(); it != files.end();) {
     auto f = std::dynamic_pointer_cast<HostFile>(it->second);
     struct stat st;
-    bool alive = f && stat(ProcFd(t.tid, it->first).c_str(), &st) == 0 &&
-                 st.st_ino == f->placeholder_ino;
+    bool alive =
+        f && stat(ProcFd(t.tid, it->first).c_str(), &st) == 0 && st.st_ino == f->placeholder_ino;
     it = alive ? std::next(it) : files.erase(it);
   }
 }

@@ -6,6 +6,8 @@
 // /dev, other file types, exec and chdir are left to the kernel.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <map>
 #include <memory>
 #include <unordered_map>
@@ -22,6 +24,7 @@ class HostHandler : public CallHandler {
   void OnExec(Thread& t) override;
   void OnTaskExit(Thread& t) override;
   std::vector<long> ExtraTrapped() const override;
+  bool NeedsStop(long nr) const override;
 
  private:
   // What a thread's rewritten call needs at its exit.
@@ -35,6 +38,10 @@ class HostHandler : public CallHandler {
 
   Decision Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t path_addr, int flags,
                 mode_t mode);
+  // Under notification: the tracee gets its descriptor from the listener.
+  Decision OpenNotified(Thread& t, SyscallRegs& call, int hfd, int flags);
+  Decision OpenSpecialNotified(Thread& t, SyscallRegs& call, int dfd, const std::string& path,
+                               int flags, const struct stat& st);
   Decision Dup(Thread& t, SyscallRegs& call);
   Decision Fcntl(Thread& t, SyscallRegs& call);
   Decision Mmap(Thread& t, SyscallRegs& call);

@@ -58,10 +58,11 @@ Decision HostHandler::PathCall(Thread& t, SyscallRegs& call) {
     if (info->args[i] == Arg::kFd && i == 0) fd_arg = static_cast<int>(call.arg(0));
     if (info->args[i] != Arg::kPath) continue;
     // The xattr name and symlink target are strings, not paths to resolve.
-    const bool is_name = (nr == SYS_setxattr || nr == SYS_lsetxattr || nr == SYS_fsetxattr ||
-                          nr == SYS_getxattr || nr == SYS_lgetxattr || nr == SYS_fgetxattr ||
-                          nr == SYS_removexattr || nr == SYS_lremovexattr ||
-                          nr == SYS_fremovexattr) && i == 1;
+    const bool is_name =
+        (nr == SYS_setxattr || nr == SYS_lsetxattr || nr == SYS_fsetxattr || nr == SYS_getxattr ||
+         nr == SYS_lgetxattr || nr == SYS_fgetxattr || nr == SYS_removexattr ||
+         nr == SYS_lremovexattr || nr == SYS_fremovexattr) &&
+        i == 1;
     const bool is_target = (nr == SYS_symlink || nr == SYS_symlinkat) && i == 0;
     if (is_name || is_target) continue;
     if (npaths == 2) break;
@@ -75,8 +76,8 @@ Decision HostHandler::PathCall(Thread& t, SyscallRegs& call) {
     bool via_shadow;
     if (int err = ReadPath(t, addr, &p.path, &via_shadow, table_)) return Decision::Emulate(-err);
     if (!via_shadow && IsKernelPath(p.path)) return Decision::Pass();
-    int dirfd = i > 0 && info->args[i - 1] == Arg::kDirFd ? static_cast<int>(call.arg(i - 1))
-                                                          : AT_FDCWD;
+    int dirfd =
+        i > 0 && info->args[i - 1] == Arg::kDirFd ? static_cast<int>(call.arg(i - 1)) : AT_FDCWD;
     int dfd = ResolveDirFd(t, dirfd, p.path, p.holder);
     if (dfd < 0 && dfd != AT_FDCWD) return Decision::Emulate(dfd);
     p.dirfd = dfd;
@@ -136,9 +137,9 @@ Decision HostHandler::PathCall(Thread& t, SyscallRegs& call) {
         return Decision::Emulate(Result(fchownat(D(0), P(0), static_cast<uid_t>(a2),
                                                  static_cast<gid_t>(a3), static_cast<int>(a4))));
       }
-      return Decision::Emulate(Result(fchownat(D(0), P(0), static_cast<uid_t>(a1),
-                                               static_cast<gid_t>(a2),
-                                               nr == SYS_lchown ? AT_SYMLINK_NOFOLLOW : 0)));
+      return Decision::Emulate(
+          Result(fchownat(D(0), P(0), static_cast<uid_t>(a1), static_cast<gid_t>(a2),
+                          nr == SYS_lchown ? AT_SYMLINK_NOFOLLOW : 0)));
     }
     case SYS_utime:
     case SYS_utimes:
@@ -189,7 +190,8 @@ Decision HostHandler::PathCall(Thread& t, SyscallRegs& call) {
         return Decision::Emulate(-EPERM);  // the monitor's CAP_MKNOD is not the tracee's
       }
       AsTracee as(c);
-      return Decision::Emulate(Result(mknodat(D(0), P(0), (mode & ~c.umask) | (mode & S_IFMT), dev)));
+      return Decision::Emulate(
+          Result(mknodat(D(0), P(0), (mode & ~c.umask) | (mode & S_IFMT), dev)));
     }
     case SYS_rmdir: {
       AsTracee as(c);
@@ -240,10 +242,10 @@ Decision HostHandler::PathCall(Thread& t, SyscallRegs& call) {
       break;
   }
   // Extended attributes: path, l-path and descriptor forms share the work.
-  const bool by_fd = nr == SYS_fsetxattr || nr == SYS_fgetxattr || nr == SYS_flistxattr ||
-                     nr == SYS_fremovexattr;
-  const bool nofollow = nr == SYS_lsetxattr || nr == SYS_lgetxattr || nr == SYS_llistxattr ||
-                        nr == SYS_lremovexattr;
+  const bool by_fd =
+      nr == SYS_fsetxattr || nr == SYS_fgetxattr || nr == SYS_flistxattr || nr == SYS_fremovexattr;
+  const bool nofollow =
+      nr == SYS_lsetxattr || nr == SYS_lgetxattr || nr == SYS_llistxattr || nr == SYS_lremovexattr;
   std::shared_ptr<HostFile> shadow = by_fd ? ShadowOf(t, fd_arg) : nullptr;
   if (by_fd && !shadow) return Decision::Pass();
   ScopedFd target;

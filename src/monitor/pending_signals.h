@@ -1,0 +1,17 @@
+// Whether a signal waits to be delivered to a thread: a call the monitor holds (parked on a
+// lock) must then give way to it, as the kernel's interruptible waits do.
+#pragma once
+
+#include <sys/types.h>
+
+namespace amino::monitor {
+
+// The kernel's ERESTARTSYS: a call that returns it while a signal is pending is restarted after
+// the signal (or fails with EINTR when the handler lacks SA_RESTART). Never seen by programs.
+constexpr long kERestartSys = 512;
+
+// True when /proc/TID/status shows a pending (thread or process) signal the thread does not
+// block. False if the thread is gone.
+bool SignalPending(pid_t tid);
+
+}  // namespace amino::monitor

@@ -1,0 +1,170 @@
+// The notify backend's side of the tracer: one poll() over the seccomp listener and a signalfd
+// for SIGCHLD (ptrace stops and exits), and the answers to notified calls.
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "monitor/pending_signals.h"
+#include "monitor/tracee_memory.h"
+#include "monitor/tracer.h"
+
+namespace amino::monitor {
+
+namespace {
+
+uint64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+SyscallRegs FromNotification(const ptrace_ext::Notification& n) {
+  SyscallRegs call;
+  call.regs.orig_rax = static_cast<unsigned long long>(n.data.nr);
+  call.regs.rdi = n.data.args[0];
+  call.regs.rsi = n.data.args[1];
+  call.regs.rdx = n.data.args[2];
+  call.regs.r10 = n.data.args[3];
+  call.regs.r8 = n.data.args[4];
+  call.regs.r9 = n.data.args[5];
+  call.regs.rip = n.data.instruction_pointer;
+  call.notified = true;
+  call.notification_id = n.id;
+  return call;
+}
+
+}  // namespace
+
+bool Tracer::TakeListener(pid_t pid) {
+  int fd = ptrace_ext::TakeListener(pid);
+  if (fd < 0) {
+    std::fprintf(stderr, "amino run: cannot take the seccomp listener of the command: %s\n",
+                 std::strerror(-fd));
+    return false;
+  }
+  listener_.Reset(fd);
+  sync_wake_up_ = listener_.SetSyncWakeUp();
+  return true;
+}
+
+void Tracer::PollLoop() {
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  int sfd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (sfd < 0) {
+    std::fprintf(stderr, "amino run: signalfd: %s\n", std::strerror(errno));
+    return;
+  }
+  listener_.set_stop_fd(sfd);
+  bool listening = true;
+  // Stops that happened before the signalfd existed are pending on it anyway; drain once.
+  bool alive = DrainWaits();
+  while (alive) {
+    ForwardPendingSignals();
+    pollfd pf[2] = {{sfd, POLLIN, 0}, {listening ? listener_.fd() : -1, POLLIN, 0}};
+    // Parked calls are retried every 200 µs; otherwise sleep until something happens.
+    const timespec retry{0, 200000};
+    const timespec now{0, 0};
+    int r = ppoll(pf, 2, listener_.deferred() ? &now : parked_.empty() ? nullptr : &retry, nullptr);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      std::fprintf(stderr, "amino run: poll: %s\n", std::strerror(errno));
+      break;
+    }
+    if ((pf[1].revents & POLLIN) || listener_.deferred()) {
+      const uint64_t t0 = NowNs();
+      OnNotification();
+      stats_.AddMonitorNanos(NowNs() - t0);
+    } else if (pf[1].revents & (POLLHUP | POLLERR | POLLNVAL)) {
+      listening = false;  // no task is left under the filter
+    }
+    if (pf[0].revents & POLLIN) {
+      signalfd_siginfo si;
+      while (read(sfd, &si, sizeof si) > 0) {
+      }
+      alive = DrainWaits();
+    }
+    if (!parked_.empty()) RetryParked();
+  }
+  listener_.set_stop_fd(-1);
+  close(sfd);
+}
+
+bool Tracer::DrainWaits() {
+  for (;;) {
+    int status;
+    pid_t tid = waitpid(-1, &status, __WALL | WNOHANG);
+    if (tid == 0) return true;
+    if (tid < 0) {
+      if (errno == EINTR) continue;
+      if (errno != ECHILD) std::fprintf(stderr, "amino run: waitpid: %s\n", std::strerror(errno));
+      return false;
+    }
+    const uint64_t t0 = NowNs();
+    if (WIFEXITED(status) || WIFSIGNALED(status)) {
+      HandleExit(tid, status);
+    } else if (WIFSTOPPED(status)) {
+      HandleStop(tid, status);
+    }
+    stats_.AddMonitorNanos(NowNs() - t0);
+  }
+}
+
+void Tracer::OnNotification() {
+  ptrace_ext::Notification n;
+  if (!listener_.Next(&n)) return;  // the caller died meanwhile
+  stats_.Count(StopKind::kNotification);
+  stats_.CountCall(n.data.nr);
+  Thread* t = table_.Find(n.tid);
+  if (!t || !t->proc) {
+    listener_.Continue(n.id);  // not a task of the tree as the monitor knows it
+    return;
+  }
+  SyscallRegs call = FromNotification(n);
+  DispatchNotified(*t, call);
+}
+
+void Tracer::DispatchNotified(Thread& t, SyscallRegs& call) {
+  if (call.nr() == SYS_clone3) {
+    // CLONE_UNTRACED would let the child escape: refused, and the C library falls back to
+    // clone, whose flag the monitor takes out.
+    uint64_t flags = 0;
+    if (ReadMemory(*t.proc, call.arg(0), &flags, sizeof flags) == 0 && (flags & CLONE_UNTRACED)) {
+      listener_.Reply(call.notification_id, -ENOSYS);
+    } else {
+      listener_.Continue(call.notification_id);
+    }
+    return;
+  }
+  Decision d = handler_.OnEntry(t, call);
+  switch (d.kind) {
+    case Decision::Kind::kPass:
+      listener_.Continue(call.notification_id);
+      return;
+    case Decision::Kind::kEmulate:
+      listener_.Reply(call.notification_id, d.result);
+      return;
+    case Decision::Kind::kReplied:
+      return;
+    case Decision::Kind::kPark:
+      parked_.push_back({t.tid, true, call});
+      return;
+    case Decision::Kind::kObserveExit:
+    case Decision::Kind::kRestart:
+      break;
+  }
+  std::fprintf(stderr, "amino run: internal error: call %ld needs a stop but was notified\n",
+               call.nr());
+  listener_.Reply(call.notification_id, -ENOSYS);
+}
+
+}  // namespace amino::monitor
