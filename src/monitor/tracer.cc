@@ -325,8 +325,10 @@ void Tracer::OnSyscallStop(Thread& t, bool seccomp) {
       Resume(t);
       return;
     }
-    if ((call.nr() == SYS_clone || call.nr() == SYS_clone3) && KeepTraced(t, call, seccomp)) {
+    if (call.nr() == SYS_clone || call.nr() == SYS_clone3) {
+      // The tracer's own business, never a handler's.
       stats_.CountCall(call.nr());
+      if (!KeepTraced(t, call, seccomp)) Resume(t);
       return;
     }
     if (!seccomp && !trapped_.count(call.nr())) {

@@ -58,10 +58,14 @@ class SqliteTest(ittest.ScenarioTest):
 
     def test_two_processes(self):
         # A reader in a second process sees only committed rows, in WAL mode.
-        script = ("sqlite3 db.sqlite < script.sql && (echo 'BEGIN; INSERT INTO t(name) VALUES (1);'"
-                  "; sleep 1; echo 'COMMIT;') | sqlite3 db.sqlite & sleep 0.5; "
-                  "sqlite3 db.sqlite 'SELECT count(*) FROM t'; wait; "
-                  "sqlite3 db.sqlite 'SELECT count(*) FROM t'")
+        # Markers order the steps, never sleeps: the writer holds its transaction open until
+        # the reader has looked.
+        script = ("sqlite3 db.sqlite < script.sql; "
+                  "(echo 'BEGIN; INSERT INTO t(name) VALUES (1);'; echo '.shell touch began'; "
+                  "while [ ! -e done ]; do sleep 0.05; done; echo 'COMMIT;') | sqlite3 db.sqlite & "
+                  "while [ ! -e began ]; do sleep 0.05; done; "
+                  "sqlite3 db.sqlite 'SELECT count(*) FROM t'; touch done; wait; "
+                  "sqlite3 db.sqlite 'SELECT count(*) FROM t'; rm began done")
         self.check(["/bin/sh", "-c", script], setup=db_setup("WAL"), timeout=300, expect_status=0)
 
 

@@ -182,7 +182,7 @@ Decision HostHandler::OnEntry(Thread& t, SyscallRegs& call) {
       break;
   }
   const SyscallInfo* info = FindSyscall(nr);
-  if (!info) return Decision::Pass();
+  if (!info || !info->file) return Decision::Pass();
   if (info->args[0] == Arg::kFd) {
     std::shared_ptr<HostFile> f = ShadowOf(t, a0);
     // Calls with a second descriptor (copy_file_range, splice, sendfile) may name a shadow there.
