@@ -59,10 +59,9 @@ Status UtimensNode(Ops& ops, DB_TXN* t, const Cred& c, Node& n, const timespec* 
   if (times && times[0].tv_nsec == UTIME_OMIT && times[1].tv_nsec == UTIME_OMIT) {
     return Status::Ok();
   }
-  const bool only_now = !times || ((times[0].tv_nsec == UTIME_NOW ||
-                                    times[0].tv_nsec == UTIME_OMIT) &&
-                                   (times[1].tv_nsec == UTIME_NOW ||
-                                    times[1].tv_nsec == UTIME_OMIT));
+  const bool only_now =
+      !times || ((times[0].tv_nsec == UTIME_NOW || times[0].tv_nsec == UTIME_OMIT) &&
+                 (times[1].tv_nsec == UTIME_NOW || times[1].tv_nsec == UTIME_OMIT));
   if (!IsOwnerOrPrivileged(n.attr, c)) {
     if (!only_now) return Status::Errno(EPERM);
     if (!Permitted(n.attr, c, 2)) return Status::Errno(EACCES);

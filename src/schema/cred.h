@@ -10,8 +10,8 @@
 namespace amino::schema {
 
 struct Cred {
-  uid_t uid = 0;  // the file-system uid (fsuid; equal to the euid unless set apart)
-  gid_t gid = 0;  // the file-system gid
+  uid_t uid = 0;              // the file-system uid (fsuid; equal to the euid unless set apart)
+  gid_t gid = 0;              // the file-system gid
   std::vector<gid_t> groups;  // supplementary groups
 
   static Cred Root() { return Cred{}; }

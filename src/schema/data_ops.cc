@@ -76,7 +76,8 @@ Result<size_t> WriteAt(Store& s, Ops& ops, DB_TXN* t, const Cred& c, Node& n, ui
   while (pos < end) {
     const uint64_t index = pos / kTransferUnit;
     const uint32_t in_page = static_cast<uint32_t>(pos % kTransferUnit);
-    const uint32_t chunk = static_cast<uint32_t>(std::min<uint64_t>(kTransferUnit - in_page, end - pos));
+    const uint32_t chunk =
+        static_cast<uint32_t>(std::min<uint64_t>(kTransferUnit - in_page, end - pos));
     const std::string key = PageKey(n.id, index);
     AMINO_ASSIGN_OR_RETURN(std::optional<std::string> old, s.Get(s.data(), t, key));
     if (old) {

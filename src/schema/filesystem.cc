@@ -93,8 +93,8 @@ Status FileSystem::Mkfs(const std::string& dir) {
     Ops ops(*fs.store_);
     Superblock sb;
     sb.created = Now().tv_sec;
-    AMINO_RETURN_IF_ERROR(fs.store_->Put(fs.store_->data(), t, IdKey(kSuperblockId),
-                                         EncodeSuperblock(sb)));
+    AMINO_RETURN_IF_ERROR(
+        fs.store_->Put(fs.store_->data(), t, IdKey(kSuperblockId), EncodeSuperblock(sb)));
     Attr a;
     a.mode = S_IFDIR | 0755;
     a.nlink = 2;
@@ -117,9 +117,8 @@ Result<std::unique_ptr<FileSystem>> FileSystem::Open(const std::string& dir,
   AMINO_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, Store::Open(dir, so));
   std::unique_ptr<FileSystem> fs(new FileSystem(dir, std::move(store)));
   if (fs->store_->sole_user()) {
-    AMINO_RETURN_IF_ERROR(fs->Run([&](Transaction& txn) {
-      return CleanUpAfterDeadUsers(*fs->store_, txn);
-    }));
+    AMINO_RETURN_IF_ERROR(
+        fs->Run([&](Transaction& txn) { return CleanUpAfterDeadUsers(*fs->store_, txn); }));
     fs->recovered_on_open_ = true;
     AMINO_RETURN_IF_ERROR(fs->store_->ShareWithOthers());
   }

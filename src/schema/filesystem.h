@@ -68,7 +68,8 @@ class FileSystem {
   Result<Transaction> Begin(Transaction* parent = nullptr, TxnOptions options = {});
   // Runs `body` in a child of `parent` (or a top-level transaction): commits when it returns ok,
   // aborts otherwise; a top-level transaction that loses a conflict is retried.
-  Status Run(Transaction* parent, TxnOptions options, const std::function<Status(Transaction&)>& body);
+  Status Run(Transaction* parent, TxnOptions options,
+             const std::function<Status(Transaction&)>& body);
   Status Run(const std::function<Status(Transaction&)>& body) { return Run(nullptr, {}, body); }
 
   // Writes a checkpoint and removes log files no longer needed.
@@ -96,7 +97,8 @@ class FileSystem {
   // flags: 0, RENAME_NOREPLACE or RENAME_EXCHANGE.
   Status Rename(Transaction& t, const Cred& c, std::string_view oldpath, std::string_view newpath,
                 unsigned flags = 0);
-  Status Chmod(Transaction& t, const Cred& c, std::string_view path, mode_t mode, bool follow = true);
+  Status Chmod(Transaction& t, const Cred& c, std::string_view path, mode_t mode,
+               bool follow = true);
   // (uid_t)-1 / (gid_t)-1 leave that id unchanged.
   Status Chown(Transaction& t, const Cred& c, std::string_view path, uid_t uid, gid_t gid,
                bool follow = true);

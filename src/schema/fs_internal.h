@@ -71,8 +71,8 @@ class Ops {
   Result<Node> ResolveExisting(DB_TXN* t, const Cred& c, std::string_view path, bool follow);
 
   // Creates a new file named `path` (its parent must exist and be checked by the caller).
-  Result<Node> CreateNode(DB_TXN* t, const Cred& c, std::string_view path, mode_t mode,
-                          dev_t rdev, const Attr& parent_attr);
+  Result<Node> CreateNode(DB_TXN* t, const Cred& c, std::string_view path, mode_t mode, dev_t rdev,
+                          const Attr& parent_attr);
   // Removes one name of a file; frees or orphans the file when it was the last.
   Status RemoveName(DB_TXN* t, Node& node, std::string_view path, const timespec& now);
   // Frees a file no name and no open description refer to: pages, xattrs, records.

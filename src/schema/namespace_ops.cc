@@ -107,8 +107,7 @@ Status Ops::RemoveName(DB_TXN* t, Node& n, std::string_view path, const timespec
   }
   if (n.iv.link_count == 1) {
     // Back to one name: the metadata moves to the remaining name's Path record (demotion).
-    AMINO_ASSIGN_OR_RETURN(std::optional<std::string> other,
-                           s_.Get(s_.names(), t, IdKey(n.id)));
+    AMINO_ASSIGN_OR_RETURN(std::optional<std::string> other, s_.Get(s_.names(), t, IdKey(n.id)));
     if (!other) return Status::Storage(EUCLEAN, "hard link without a remaining name");
     AMINO_ASSIGN_OR_RETURN(std::optional<PathValue> pv, GetPath(t, *other));
     if (!pv) return Status::Storage(EUCLEAN, "name index points to a missing path");
@@ -155,8 +154,7 @@ Status CheckSticky(const Attr& dir, const Attr& victim, const Cred& c) {
 }
 
 // The common checks for creating the entry `r` names.
-Result<Node> CreationParent(Ops& ops, DB_TXN* t, const Cred& c, const Resolved& r,
-                            bool is_dir) {
+Result<Node> CreationParent(Ops& ops, DB_TXN* t, const Cred& c, const Resolved& r, bool is_dir) {
   if (r.last != Resolved::Last::kName || r.node) return Status::Errno(EEXIST);
   if (r.trailing_slash && !is_dir) return Status::Errno(ENOENT);
   AMINO_ASSIGN_OR_RETURN(std::optional<Node> parent, ops.LookupPath(t, r.parent));
@@ -242,8 +240,8 @@ Status MayDelete(const Node& dir, const Node& victim, const Cred& c, bool is_dir
 
 }  // namespace
 
-Result<Stat> FileSystem::Mknod(Transaction& txn, const Cred& c, std::string_view path,
-                               mode_t mode, dev_t rdev) {
+Result<Stat> FileSystem::Mknod(Transaction& txn, const Cred& c, std::string_view path, mode_t mode,
+                               dev_t rdev) {
   DB_TXN* t = txn.raw();
   Ops ops(*store_);
   switch (mode & S_IFMT) {
@@ -278,8 +276,8 @@ Result<Stat> FileSystem::Mkdir(Transaction& txn, const Cred& c, std::string_view
   AMINO_ASSIGN_OR_RETURN(Resolved r, ResolveEntry(ops, t, c, path));
   AMINO_ASSIGN_OR_RETURN(Node parent, CreationParent(ops, t, c, r, true));
   // mkdir keeps only the permission and sticky bits; set-group-id comes from the parent.
-  AMINO_ASSIGN_OR_RETURN(Node n, ops.CreateNode(t, c, r.path(), S_IFDIR | (mode & 01777), 0,
-                                                parent.attr));
+  AMINO_ASSIGN_OR_RETURN(Node n,
+                         ops.CreateNode(t, c, r.path(), S_IFDIR | (mode & 01777), 0, parent.attr));
   return Stat{n.id, n.attr};
 }
 
@@ -425,8 +423,8 @@ Status FileSystem::Rename(Transaction& txn, const Cred& c, std::string_view oldp
   if (!old_dir || !new_dir) return Status::Errno(ENOENT);
   AMINO_RETURN_IF_ERROR(MayDelete(*old_dir, src, c, src.is_dir()));
   if (rn.node) {
-    AMINO_RETURN_IF_ERROR(MayDelete(*new_dir, *rn.node, c, exchange ? rn.node->is_dir()
-                                                                     : src.is_dir()));
+    AMINO_RETURN_IF_ERROR(
+        MayDelete(*new_dir, *rn.node, c, exchange ? rn.node->is_dir() : src.is_dir()));
   } else if (!Permitted(new_dir->attr, c, 3)) {
     return Status::Errno(EACCES);
   }
@@ -497,8 +495,8 @@ Result<OpenResult> FileSystem::Open(Transaction& txn, const Cred& c, std::string
     if (!creat) return Status::Errno(ENOENT);
     if (r.trailing_slash) return Status::Errno(EISDIR);
     AMINO_ASSIGN_OR_RETURN(Node parent, CreationParent(ops, t, c, r, false));
-    AMINO_ASSIGN_OR_RETURN(Node n, ops.CreateNode(t, c, r.path(), S_IFREG | (mode & 07777), 0,
-                                                  parent.attr));
+    AMINO_ASSIGN_OR_RETURN(
+        Node n, ops.CreateNode(t, c, r.path(), S_IFREG | (mode & 07777), 0, parent.attr));
     r.node = std::move(n);
     out.created = true;
   } else {
@@ -531,8 +529,7 @@ Result<OpenResult> FileSystem::Open(Transaction& txn, const Cred& c, std::string
 Status FileSystem::Close(Transaction& txn, FileId id) {
   DB_TXN* t = txn.raw();
   Ops ops(*store_);
-  AMINO_ASSIGN_OR_RETURN(std::optional<std::string> raw,
-                         store_->Get(store_->data(), t, IdKey(id)));
+  AMINO_ASSIGN_OR_RETURN(std::optional<std::string> raw, store_->Get(store_->data(), t, IdKey(id)));
   if (!raw) return Status::Errno(EBADF);
   InodeValue iv;
   if (!DecodeInodeValue(*raw, &iv)) return Status::Storage(EUCLEAN, "damaged inode");
@@ -562,7 +559,8 @@ Result<std::vector<DirEntry>> FileSystem::ReadDir(Transaction& txn, FileId dir,
   while (more && out.size() < max && cur.key().substr(0, prefix.size()) == prefix) {
     PathValue pv;
     if (!DecodePathValue(cur.value(), &pv)) return Status::Storage(EUCLEAN, "damaged path");
-    out.push_back(DirEntry{std::string(cur.key().substr(prefix.size())), pv.id, DirentType(pv.mode)});
+    out.push_back(
+        DirEntry{std::string(cur.key().substr(prefix.size())), pv.id, DirentType(pv.mode)});
     AMINO_ASSIGN_OR_RETURN(more, cur.Next());
   }
   return out;

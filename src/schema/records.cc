@@ -11,7 +11,8 @@ class Writer {
   explicit Writer(std::string* out) : out_(out) {}
   template <typename T>
   void Put(T v) {
-    for (size_t i = 0; i < sizeof(T); ++i) out_->push_back(static_cast<char>((uint64_t(v) >> (8 * i)) & 0xff));
+    for (size_t i = 0; i < sizeof(T); ++i)
+      out_->push_back(static_cast<char>((uint64_t(v) >> (8 * i)) & 0xff));
   }
 
  private:
@@ -177,8 +178,7 @@ static bool DecodeAttrFrom(Reader& r, Attr* a) {
   uint8_t version;
   return r.Get(&version) && version == kAttrVersion && r.Get(&a->mode) && r.Get(&a->nlink) &&
          r.Get(&a->uid) && r.Get(&a->gid) && r.Get(&a->size) && r.Get(&a->blocks) &&
-         r.Get(&a->rdev) && GetTime(r, &a->atime) && GetTime(r, &a->mtime) &&
-         GetTime(r, &a->ctime);
+         r.Get(&a->rdev) && GetTime(r, &a->atime) && GetTime(r, &a->mtime) && GetTime(r, &a->ctime);
 }
 
 bool DecodeAttr(std::string_view in, Attr* a) {

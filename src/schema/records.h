@@ -4,9 +4,9 @@
 //   Data   key  u64 id (BE)                                   ->  InodeValue
 //          key  u64 id (BE) ‖ u64 page index (BE)             ->  page bytes (<= kTransferUnit)
 //          key  u64 0 (BE)                                    ->  Superblock
-//   Orphan key  u64 id (BE)                                   ->  Attr (the PLMD of a nameless file)
-//   Names  key  u64 id (BE), sorted duplicates                ->  path bytes (every name of a file)
-//   Xattr  key  u64 id (BE) ‖ attribute name                  ->  attribute value
+//   Orphan key  u64 id (BE)                                   ->  Attr (the PLMD of a nameless
+//   file) Names  key  u64 id (BE), sorted duplicates                ->  path bytes (every name of a
+//   file) Xattr  key  u64 id (BE) ‖ attribute name                  ->  attribute value
 //
 // Prefixing each Path key with its depth gives the order "depth, then bytes" under Berkeley DB's
 // default comparator, so each directory's entries are one contiguous range and every stock tool
@@ -27,16 +27,16 @@ using FileId = uint64_t;
 
 inline constexpr FileId kSuperblockId = 0;
 inline constexpr FileId kRootId = 1;
-inline constexpr uint32_t kTransferUnit = 4096;         // bytes of file data per Data record
-inline constexpr uint32_t kDataPageSize = 64 * 1024;    // Berkeley DB page size of the Data db
+inline constexpr uint32_t kTransferUnit = 4096;           // bytes of file data per Data record
+inline constexpr uint32_t kDataPageSize = 64 * 1024;      // Berkeley DB page size of the Data db
 inline constexpr uint64_t kMaxFileSize = 17592186040320;  // ext4's limit with 4 KiB blocks
-inline constexpr uint32_t kMaxLinks = 65000;            // ext4's EMLINK limit
+inline constexpr uint32_t kMaxLinks = 65000;              // ext4's EMLINK limit
 inline constexpr size_t kNameMax = 255;
-inline constexpr size_t kPathMax = 4096;                // including the terminating NUL
+inline constexpr size_t kPathMax = 4096;  // including the terminating NUL
 inline constexpr size_t kXattrNameMax = 255;
 inline constexpr size_t kXattrValueMax = 65536;
 inline constexpr size_t kSymlinkMax = 4095;
-inline constexpr uint32_t kStatfsMagic = 0x414d494e;    // "AMIN"
+inline constexpr uint32_t kStatfsMagic = 0x414d494e;  // "AMIN"
 
 // The stat information of a file: path-local (PLMD) when it has one name, data-local (DLMD) when
 // it has several, in the Orphan db when it has none but is still open.
@@ -55,13 +55,13 @@ struct Attr {
 
 struct PathValue {
   FileId id = 0;
-  uint32_t mode = 0;        // type bits duplicated here so readdir gives d_type in one pass
+  uint32_t mode = 0;         // type bits duplicated here so readdir gives d_type in one pass
   std::optional<Attr> plmd;  // present exactly when the file has one name
 };
 
 struct InodeValue {
-  uint32_t link_count = 0;  // names in the Path db (1 for a directory)
-  uint32_t open_count = 0;  // open file descriptions in live processes
+  uint32_t link_count = 0;   // names in the Path db (1 for a directory)
+  uint32_t open_count = 0;   // open file descriptions in live processes
   std::optional<Attr> dlmd;  // present exactly when link_count > 1
 };
 

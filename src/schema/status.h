@@ -22,8 +22,12 @@ class [[nodiscard]] Status {
   Status() = default;
   static Status Ok() { return Status(); }
   static Status Errno(int err) { return Status(Kind::kErrno, err, {}); }
-  static Status Conflict(std::string msg) { return Status(Kind::kConflict, EDEADLK, std::move(msg)); }
-  static Status Storage(int err, std::string msg) { return Status(Kind::kStorage, err, std::move(msg)); }
+  static Status Conflict(std::string msg) {
+    return Status(Kind::kConflict, EDEADLK, std::move(msg));
+  }
+  static Status Storage(int err, std::string msg) {
+    return Status(Kind::kStorage, err, std::move(msg));
+  }
   // Path resolution left the file system: EXDEV, carrying the path to continue with (absolute:
   // a host path; relative: relative to the directory the file system is mounted on).
   static Status Escape(std::string path) { return Status(Kind::kErrno, EXDEV, std::move(path)); }
@@ -48,7 +52,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {}  // NOLINT: must not be ok()
 
   bool ok() const { return std::holds_alternative<T>(v_); }
@@ -70,16 +74,15 @@ class [[nodiscard]] Result {
 }  // namespace amino::schema
 
 // Propagate a non-ok Status/Result out of the current function.
-#define AMINO_RETURN_IF_ERROR(expr)            \
-  do {                                         \
-    ::amino::schema::Status _st = (expr);      \
-    if (!_st.ok()) return _st;                 \
+#define AMINO_RETURN_IF_ERROR(expr)       \
+  do {                                    \
+    ::amino::schema::Status _st = (expr); \
+    if (!_st.ok()) return _st;            \
   } while (0)
 
 #define AMINO_CONCAT_INNER(a, b) a##b
 #define AMINO_CONCAT(a, b) AMINO_CONCAT_INNER(a, b)
-#define AMINO_ASSIGN_OR_RETURN(lhs, expr)                         \
-  auto AMINO_CONCAT(_res_, __LINE__) = (expr);                     \
-  if (!AMINO_CONCAT(_res_, __LINE__).ok())                         \
-    return AMINO_CONCAT(_res_, __LINE__).status();                 \
+#define AMINO_ASSIGN_OR_RETURN(lhs, expr)                                                 \
+  auto AMINO_CONCAT(_res_, __LINE__) = (expr);                                            \
+  if (!AMINO_CONCAT(_res_, __LINE__).ok()) return AMINO_CONCAT(_res_, __LINE__).status(); \
   lhs = std::move(AMINO_CONCAT(_res_, __LINE__)).value()

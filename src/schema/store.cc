@@ -152,8 +152,8 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, const Options
     bool dupsort;
   };
   const Spec specs[] = {
-      {&s->path_, "path.db", 0, false},        {&s->data_, "data.db", kDataPageSize, false},
-      {&s->orphan_, "orphan.db", 0, false},    {&s->names_, "names.db", 0, true},
+      {&s->path_, "path.db", 0, false},     {&s->data_, "data.db", kDataPageSize, false},
+      {&s->orphan_, "orphan.db", 0, false}, {&s->names_, "names.db", 0, true},
       {&s->xattr_, "xattr.db", 0, false},
   };
   for (const Spec& spec : specs) {

@@ -44,8 +44,7 @@ class Store {
   // nullopt when the key is absent.
   Result<std::optional<std::string>> Get(DB* db, DB_TXN* txn, std::string_view key,
                                          uint32_t flags = 0);
-  Status Put(DB* db, DB_TXN* txn, std::string_view key, std::string_view value,
-             uint32_t flags = 0);
+  Status Put(DB* db, DB_TXN* txn, std::string_view key, std::string_view value, uint32_t flags = 0);
   // Ok also when the key was absent.
   Status Del(DB* db, DB_TXN* txn, std::string_view key);
   // Deletes one duplicate (key, value) of a sorted-duplicates database; ok if absent.

@@ -114,8 +114,7 @@ Result<std::string> FileSystem::GetXattr(Transaction& txn, const Cred& c, std::s
 }
 
 Status FileSystem::SetXattr(Transaction& txn, const Cred& c, std::string_view path,
-                            std::string_view name, std::string_view value, int flags,
-                            bool follow) {
+                            std::string_view name, std::string_view value, int flags, bool follow) {
   Ops ops(*store_);
   AMINO_ASSIGN_OR_RETURN(Node n, ops.ResolveExisting(txn.raw(), c, path, follow));
   return Set(*store_, ops, txn.raw(), c, n, name, value, flags);
@@ -156,8 +155,7 @@ Result<std::vector<std::string>> FileSystem::FListXattr(Transaction& txn, const 
   return List(*store_, txn.raw(), c, n);
 }
 
-Status FileSystem::FRemoveXattr(Transaction& txn, const Cred& c, FileId id,
-                                std::string_view name) {
+Status FileSystem::FRemoveXattr(Transaction& txn, const Cred& c, FileId id, std::string_view name) {
   Ops ops(*store_);
   AMINO_ASSIGN_OR_RETURN(Node n, ops.NodeById(txn.raw(), id));
   return Remove(*store_, ops, txn.raw(), c, n, name);

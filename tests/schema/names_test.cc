@@ -60,7 +60,8 @@ TEST_F(NamesTest, FiveThousandBytePathIsRefusedAndChangesNothing) {
     return stat(hp.c_str(), &st);
   }());
   EXPECT_LINUX(root().Mkdir(p, 0755), mkdir(hp.c_str(), 0755));
-  EXPECT_LINUX(root().Open(p, O_CREAT | O_WRONLY, 0644), open(hp.c_str(), O_CREAT | O_WRONLY, 0644));
+  EXPECT_LINUX(root().Open(p, O_CREAT | O_WRONLY, 0644),
+               open(hp.c_str(), O_CREAT | O_WRONLY, 0644));
   EXPECT_LINUX(root().Unlink(p), unlink(hp.c_str()));
   EXPECT_LINUX(root().Rename("/keep", p), rename(H("/keep").c_str(), hp.c_str()));
   EXPECT_ERRNO(root().GetStat(p), ENAMETOOLONG);
