@@ -46,6 +46,8 @@ class CallHandler {
     (void)nr;
     return false;
   }
+  // Whether the handler performs calls itself (instead of only letting them through).
+  virtual bool Emulates() const { return false; }
   // At the exit of a call for which OnEntry returned kObserveExit; `call` holds the result.
   virtual void OnExit(Thread& t, SyscallRegs& call) { (void)t, (void)call; }
   // After exec replaced a process's image (close-on-exec descriptors are gone).

@@ -53,6 +53,7 @@ struct Thread {
   long pending_nr = -1;         // the call whose exit is awaited
   bool parked_seccomp = false;  // a parked call was stopped by the filter (not PTRACE_SYSCALL)
   long interrupted_nr = -1;     // a parked call given way to a signal: restarted at its exit
+  unsigned long stop_data = 0;  // the filter's data at the last seccomp stop
   unsigned long long pending_args[6] = {};
 };
 

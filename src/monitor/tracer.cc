@@ -2,9 +2,11 @@
 
 #include <fcntl.h>
 #include <linux/audit.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -217,14 +219,31 @@ void Tracer::WaitLoop() {
       std::fprintf(stderr, "amino run: waitpid: %s\n", std::strerror(errno));
       break;
     }
-    const uint64_t t0 = NowNs();
+    HandleBatch(tid, status);
+  }
+}
+
+void Tracer::HandleBatch(pid_t first, int first_status) {
+  // waitpid(-1) reports the first waiting task in the kernel's list: a thread resumed at once
+  // would stop again and win every time, starving its siblings. Every stop already waiting is
+  // collected first and then handled in turn.
+  batch_.clear();
+  batch_.push_back({first, first_status});
+  for (;;) {
+    int status;
+    pid_t tid = waitpid(-1, &status, __WALL | WNOHANG);
+    if (tid <= 0) break;
+    batch_.push_back({tid, status});
+  }
+  const uint64_t t0 = NowNs();
+  for (auto [tid, status] : batch_) {
     if (WIFEXITED(status) || WIFSIGNALED(status)) {
       HandleExit(tid, status);
     } else if (WIFSTOPPED(status)) {
       HandleStop(tid, status);
     }
-    stats_.AddMonitorNanos(NowNs() - t0);
   }
+  stats_.AddMonitorNanos(NowNs() - t0);
 }
 
 void Tracer::ForwardPendingSignals() {
@@ -319,6 +338,13 @@ void Tracer::OnSyscallStop(Thread& t, bool seccomp) {
     stats_.Count(entry ? StopKind::kSyscallEntry : StopKind::kSyscallExit);
   }
   if (entry) {
+    if (seccomp && !MonitorsStop(t)) {
+      // The program's own filter asked for a tracer it does not have: without one, the kernel
+      // fails the call with ENOSYS.
+      stats_.CountCall(call.nr());
+      Emulate(t, call, seccomp, -ENOSYS);
+      return;
+    }
     if (ForeignAbi(t, call, seccomp)) {
       // Another ABI's numbers mean other calls: the kernel runs them as asked.
       stats_.CountCall(call.nr());
@@ -329,6 +355,18 @@ void Tracer::OnSyscallStop(Thread& t, bool seccomp) {
       // The tracer's own business, never a handler's.
       stats_.CountCall(call.nr());
       if (!KeepTraced(t, call, seccomp)) Resume(t);
+      return;
+    }
+    if (!seccomp && handler_.Emulates() && InstallsOwnFilter(call)) {
+      // Under PTRACE_SYSCALL the monitor acts at the entry stop, before the program's own
+      // filter runs: emulated calls would bypass it. Refused rather than silently unenforced.
+      std::fprintf(stderr,
+                   "amino run: process %d installs its own seccomp filter, which calls the "
+                   "monitor emulates would bypass under --backend ptrace: refused (use the "
+                   "notify or seccomp backend)\n",
+                   t.tid);
+      stats_.CountCall(call.nr());
+      Emulate(t, call, seccomp, -EPERM);
       return;
     }
     if (!seccomp && !trapped_.count(call.nr())) {
@@ -362,13 +400,22 @@ void Tracer::OnSyscallStop(Thread& t, bool seccomp) {
   Resume(t);
 }
 
+bool Tracer::InstallsOwnFilter(const SyscallRegs& call) {
+  if (call.nr() == SYS_seccomp) return call.arg(0) == SECCOMP_SET_MODE_FILTER;
+  return call.nr() == SYS_prctl && call.arg(0) == PR_SET_SECCOMP &&
+         call.arg(1) == SECCOMP_MODE_FILTER;
+}
+
+bool Tracer::MonitorsStop(Thread& t) {
+  unsigned long data = 0;
+  Ptrace(PTRACE_GETEVENTMSG, t.tid, 0, &data);
+  t.stop_data = data;
+  return data == ptrace_ext::kMonitorStop || data == ptrace_ext::kForeignAbiStop;
+}
+
 bool Tracer::ForeignAbi(Thread& t, const SyscallRegs& call, bool seccomp) {
   if (call.regs.orig_rax & kX32SyscallBit) return true;
-  if (seccomp) {
-    unsigned long data = 0;
-    Ptrace(PTRACE_GETEVENTMSG, t.tid, 0, &data);
-    return data == ptrace_ext::kForeignAbiStop;
-  }
+  if (seccomp) return t.stop_data == ptrace_ext::kForeignAbiStop;
   // The ptrace backend sees every call: only the ones the handler would take are checked.
   if (!trapped_.count(call.nr())) return false;
   __ptrace_syscall_info info{};

@@ -51,10 +51,14 @@ class Tracer {
   void RetryParked();
   void Interrupt(Thread& t, SyscallRegs& call, bool seccomp);
   void Emulate(Thread& t, SyscallRegs& call, bool seccomp, long result);
+  // At a seccomp stop: whether the monitor's filter made it (and not the program's own).
+  bool MonitorsStop(Thread& t);
+  static bool InstallsOwnFilter(const SyscallRegs& call);
   bool ForeignAbi(Thread& t, const SyscallRegs& call, bool seccomp);
   // clone/clone3 asking for CLONE_UNTRACED: handled (true) so that the child stays traced.
   bool KeepTraced(Thread& t, SyscallRegs& call, bool seccomp);
   void WaitLoop();
+  void HandleBatch(pid_t first, int first_status);
   // tracer_notify.cc
   bool TakeListener(pid_t pid);
   void PollLoop();
@@ -74,8 +78,9 @@ class Tracer {
   Stats stats_;
   pid_t root_ = -1;
   int root_status_ = -1;
-  std::set<long> trapped_;      // the calls handed to the handler
-  std::vector<Parked> parked_;  // threads whose call waits for a lock
+  std::set<long> trapped_;                    // the calls handed to the handler
+  std::vector<Parked> parked_;                // threads whose call waits for a lock
+  std::vector<std::pair<pid_t, int>> batch_;  // stops collected by one round of waitpid
   ptrace_ext::NotifyListener listener_;
   bool sync_wake_up_ = false;
 };

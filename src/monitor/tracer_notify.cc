@@ -109,13 +109,7 @@ bool Tracer::DrainWaits() {
       if (errno != ECHILD) std::fprintf(stderr, "amino run: waitpid: %s\n", std::strerror(errno));
       return false;
     }
-    const uint64_t t0 = NowNs();
-    if (WIFEXITED(status) || WIFSIGNALED(status)) {
-      HandleExit(tid, status);
-    } else if (WIFSTOPPED(status)) {
-      HandleStop(tid, status);
-    }
-    stats_.AddMonitorNanos(NowNs() - t0);
+    HandleBatch(tid, status);
   }
 }
 

@@ -53,7 +53,7 @@ std::string InstallFilter(const std::vector<TrapRule>& rules, int* listener) {
   if (rc == 0) rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
   for (const TrapRule& r : rules) {
     if (rc != 0) break;
-    const uint32_t action = r.notify ? SCMP_ACT_NOTIFY : SCMP_ACT_TRACE(0);
+    const uint32_t action = r.notify ? SCMP_ACT_NOTIFY : SCMP_ACT_TRACE(kMonitorStop);
     any_notify |= r.notify;
     if (r.arg >= 0) {
       scmp_arg_cmp cmp{static_cast<unsigned>(r.arg), SCMP_CMP_MASKED_EQ, r.mask, r.value};

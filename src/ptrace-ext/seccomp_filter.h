@@ -20,9 +20,11 @@ struct TrapRule {
   uint64_t value = 0;
 };
 
-// PTRACE_GETEVENTMSG at a seccomp stop: a call of another ABI (int 0x80 or x32 from this
-// process), whose numbers are not the x86-64 ones.
-constexpr unsigned long kForeignAbiStop = 1;
+// PTRACE_GETEVENTMSG at a seccomp stop says whose stop it is: the monitor's filter trapped an
+// x86-64 call, or a call of another ABI (int 0x80, x32), whose numbers are not the x86-64
+// ones. Any other value comes from a filter the program installed itself.
+constexpr unsigned long kMonitorStop = 0xa317;
+constexpr unsigned long kForeignAbiStop = 0xa318;
 
 // Installs the filter in the calling process (the child, just before exec). Calls of another ABI
 // (int 0x80, x32) always stop for the tracer, so none reaches a file unseen. When a rule asks

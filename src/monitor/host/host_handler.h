@@ -25,6 +25,7 @@ class HostHandler : public CallHandler {
   void OnTaskExit(Thread& t) override;
   std::vector<long> ExtraTrapped() const override;
   bool NeedsStop(long nr) const override;
+  bool Emulates() const override { return true; }
 
  private:
   // What a thread's rewritten call needs at its exit.

@@ -1,0 +1,109 @@
+"""Cases a system-call monitor gets wrong most often: lock waits interrupted by signals,
+exit_group and SIGKILL while threads sit in trapped calls, CLONE_UNTRACED, system calls of
+other ABIs (int $0x80, the x32 bit) from 64-bit code, a program with a seccomp filter of its own,
+and a program that is itself a tracer (strace)."""
+
+import os
+import shutil
+
+import ittest
+from ittest import program, write
+
+
+class HardCasesTest(ittest.ScenarioTest):
+    def test_lock_waits_interrupted_by_signals(self):
+        # fcntl(F_SETLKW) and flock(LOCK_EX) waiting for a lock another process holds, while a
+        # signal arrives: handled without SA_RESTART (EINTR), with it (the wait goes on),
+        # ignored, and a SIGCHLD with its default action (neither disturbs the wait).
+        self.check([program("lockwait")], expect_status=0, timeout=60)
+
+    # 20 processes in turn whose 8 threads loop on file calls when the process ends: about 1 s
+    # natively, and as long under strace -f; a run still going after EXIT_TIMEOUT is stuck.
+    EXIT_TIMEOUT = 30
+
+    def test_exit_from_leader_while_threads_in_file_calls(self):
+        self.check([program("exitgroup"), "leader"], expect_status=0, timeout=self.EXIT_TIMEOUT)
+
+    def test_exit_group_from_non_leader_thread(self):
+        self.check([program("exitgroup"), "thread"], expect_status=0, timeout=self.EXIT_TIMEOUT)
+
+    def test_sigkill_while_threads_in_file_calls(self):
+        self.check([program("exitgroup"), "kill"], expect_status=0, timeout=self.EXIT_TIMEOUT)
+
+    def test_clone_untraced_child_stays_traced(self):
+        native = self.check([program("untraced")], expect_status=0, timeout=30)
+        # The child's own open must be seen by the monitor: a child that escaped tracing makes
+        # its calls unseen (and, under the filter, unserviceable).
+        for mode in self.amino_modes():
+            with self.subTest(mode=mode, trace=True):
+                trace = os.path.join(self.root, f"trace-{mode}.txt")
+                scratch = self.scratch()
+                proc = self.launch(mode, [program("untraced")], scratch,
+                                   amino_args=[f"--trace={trace}"])
+                out, err = self.finish(proc, 30, f"{mode}: untraced with --trace")
+                self.assertEqual((ittest.exit_status(proc.returncode), out),
+                                 (native.status, native.stdout), err.decode(errors="replace"))
+                with open(trace, errors="replace") as f:
+                    text = f.read()
+                self.assertRegex(
+                    text, r'\[pid \d+\] openat\(AT_FDCWD, "untraced\.txt", '
+                    r'O_WRONLY\|O_CREAT\|O_TRUNC[^)]*\) = \d+',
+                    f"{mode}: the CLONE_UNTRACED child's openat is not in the trace:\n{text}")
+
+    def test_foreign_system_call_abis(self):
+        # int $0x80 (i386 numbers, 32-bit pointers) and the x32 bit from 64-bit code reach the
+        # kernel as natively: same results, same files made.
+        self.check([program("foreign_abi")],
+                   setup=lambda root: write(root, "in.txt", "read through int 0x80\n"),
+                   expect_status=0, timeout=30)
+
+    def check_own_filter(self, argv):
+        # Under --backend ptrace the monitor emulates calls at their entry stop, before the
+        # program's own filter could run, so with --emulate=host it refuses the filter with a
+        # message instead of letting emulated calls bypass it.
+        native = self.execute("native", argv, timeout=30)
+        self.assertEqual(native.status, 0, native.stderr)
+        for mode in self.amino_modes():
+            with self.subTest(mode=mode):
+                got = self.execute(mode, argv, timeout=30)
+                if mode == "host-ptrace":
+                    err = got.stderr.decode(errors="replace")
+                    self.assertEqual(got.status, 100, err)
+                    self.assertIn("installs its own seccomp filter", err)
+                    self.assertIn("seccomp(SECCOMP_SET_MODE_FILTER): Operation not permitted", err)
+                else:
+                    self.assertSameOutcome(native, got, mode, argv)
+
+    def test_own_seccomp_filter_errno(self):
+        # The program's SECCOMP_RET_ERRNO rules take effect whatever the monitor would do with
+        # the call, and the rest of its file I/O is unaffected.
+        self.check_own_filter([program("own_filter"), "errno"])
+
+    def test_own_seccomp_filter_trace(self):
+        # SECCOMP_RET_TRACE of the program's own filter: with no tracer of its own the call
+        # fails with ENOSYS, as natively, and the monitor does not take it for one of its stops.
+        self.check_own_filter([program("own_filter"), "trace"])
+
+    def test_strace_under_amino(self):
+        # A tracer under amino: its tracees are amino's already. It must not hang, and it works
+        # or fails with a message, never silently.
+        strace = shutil.which("strace", path=self.env()["PATH"])
+        self.assertIsNotNone(strace, "strace is not installed (scripts/install-deps)")
+        argv = [strace, "-f", "true"]
+        native = self.execute("native", argv, timeout=30)
+        self.assertEqual(native.status, 0, native.stderr)
+        for mode in self.amino_modes():
+            with self.subTest(mode=mode):
+                got = self.execute(mode, argv, timeout=30)
+                err = got.stderr.decode(errors="replace")
+                if got.status == 0:
+                    # Working: the trace shows true run to its end.
+                    self.assertRegex(err, r'execve\("/usr/bin/true"', f"{mode}: {err}")
+                    self.assertIn("+++ exited with 0 +++", err, f"{mode}: {err}")
+                else:
+                    self.assertRegex(err, r"\S", f"{mode}: exit {got.status} and nothing said")
+                self.assertEqual(got.tree, native.tree)
+
+
+if __name__ == "__main__":
+    ittest.main()
