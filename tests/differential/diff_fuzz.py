@@ -361,7 +361,7 @@ class Fuzzer:
     def reproduce(self, seed, ops, only):
         return (f"AMINO={self.amino} AMINO_FUZZ_PROGRAM={self.program} "
                 f"{sys.executable} {os.path.abspath(__file__)} --mode {self.mode}"
-                f"{' --user' if self.user else ''} --seeds {seed} --ops {ops}"
+                f"{' --user' if self.user else ''} --seed {seed} --ops {ops}"
                 f" --only {only_text(only)}")
 
 
@@ -436,6 +436,7 @@ def main():
                         ", mount:DBDIR")
     parser.add_argument("--user", action="store_true", help="run fuzz_ops as uid/gid 65534")
     parser.add_argument("--seeds", default="10", help="N (1..N), A-B or A,B,C")
+    parser.add_argument("--seed", type=int, help="this one seed (overrides --seeds)")
     parser.add_argument("--ops", type=int, default=300, help="operations per seed")
     parser.add_argument("--only", help="execute only these operations (e.g. 3,17-20)")
     parser.add_argument("--deadline", type=float, help="seconds: stop (failing) past it")
@@ -445,7 +446,8 @@ def main():
     parser.add_argument("--keep", action="store_true", help="keep the scratch directories")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
-    seeds = parse_seeds(os.environ.get("AMINO_FUZZ_SEEDS") or args.seeds)
+    seeds = ([args.seed] if args.seed is not None else
+             parse_seeds(os.environ.get("AMINO_FUZZ_SEEDS") or args.seeds))
     ops = int(os.environ.get("AMINO_FUZZ_OPS") or args.ops)
     only = parse_only(args.only) if args.only else None
     start = time.monotonic()

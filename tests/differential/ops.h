@@ -99,7 +99,8 @@ enum class Kind : uint8_t {
   kCount
 };
 
-// One generated call. Field meaning depends on the kind (see generate.cc); unused fields are 0.
+// One generated call. Field meaning depends on the kind (see generate.cc and the executor);
+// every field is drawn for every kind, unused ones are simply ignored.
 struct Op {
   Kind kind = Kind::kCount;
   int slot = 0;   // descriptor argument
@@ -111,7 +112,9 @@ struct Op {
   int name2 = 0;  // second path (rename, link) or symlink target pool index
   int64_t a = 0, b = 0, c = 0;  // numeric arguments (flags, sizes, offsets, modes, ...)
   uint64_t data = 0;            // seed of the bytes written
-  int form = 0;                 // variant: xattr path/l/f form, iovec split, data pattern
+  // A variant: the data pattern and iovec split of reads and writes, the path/l-path/descriptor
+  // form of *xattr, openat2's struct size (5-7), 99 for NULL times or copy_file_range flags 1.
+  int form = 0;
 };
 
 std::vector<Op> Generate(uint64_t seed, int count);
