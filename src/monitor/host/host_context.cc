@@ -1,6 +1,7 @@
 #include "monitor/host/host_context.h"
 
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <sys/fsuid.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -14,6 +15,56 @@
 #include "monitor/tracee_memory.h"
 
 namespace amino::monitor::host {
+
+namespace {
+
+// Capabilities the monitor thread keeps while it acts as a tracee: to switch back (setfsuid,
+// setfsgid, setgroups) and to read the tracee's memory.
+constexpr uint64_t kKeptCaps =
+    (1ull << CAP_SETUID) | (1ull << CAP_SETGID) | (1ull << CAP_SYS_PTRACE);
+
+// The monitor thread's capability sets as they were before any switch.
+struct MonitorCaps {
+  uint64_t effective = 0, permitted = 0, inheritable = 0;
+};
+
+const MonitorCaps& OwnCaps() {
+  static const MonitorCaps caps = [] {
+    MonitorCaps m;
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct data[2] = {};
+    if (syscall(SYS_capget, &header, data) == 0) {
+      auto join = [](uint32_t lo, uint32_t hi) { return uint64_t{hi} << 32 | lo; };
+      m.effective = join(data[0].effective, data[1].effective);
+      m.permitted = join(data[0].permitted, data[1].permitted);
+      m.inheritable = join(data[0].inheritable, data[1].inheritable);
+    }
+    return m;
+  }();
+  return caps;
+}
+
+// Sets this thread's effective capabilities (raw capset: it changes only the calling thread).
+void SetEffectiveCaps(uint64_t effective) {
+  const MonitorCaps& own = OwnCaps();
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2];
+  for (int i = 0; i < 2; ++i) {
+    const int shift = 32 * i;
+    data[i].effective = static_cast<uint32_t>(effective >> shift);
+    data[i].permitted = static_cast<uint32_t>(own.permitted >> shift);
+    data[i].inheritable = static_cast<uint32_t>(own.inheritable >> shift);
+  }
+  syscall(SYS_capset, &header, data);
+}
+
+}  // namespace
+
+bool SameCredentials(const Creds& a, const Creds& b) {
+  return a.ruid == b.ruid && a.rgid == b.rgid && a.fsuid == b.fsuid && a.fsgid == b.fsgid &&
+         a.cap_effective == b.cap_effective && a.cap_permitted == b.cap_permitted &&
+         a.groups == b.groups;
+}
 
 HostFile::~HostFile() {
   if (fd >= 0) close(fd);
@@ -40,10 +91,10 @@ const Creds* CredCache::Get(pid_t tid) {
     } else if (key == "Groups:") {
       unsigned long g;
       while (fields >> g) c.groups.push_back(static_cast<gid_t>(g));
-    } else if (key == "CapEff:") {
+    } else if (key == "CapEff:" || key == "CapPrm:") {
       std::string hex;
       fields >> hex;
-      c.cap_effective = std::stoull(hex, nullptr, 16);
+      (key == "CapEff:" ? c.cap_effective : c.cap_permitted) = std::stoull(hex, nullptr, 16);
     } else if (key == "Umask:") {
       std::string octal;
       fields >> octal;
@@ -54,18 +105,31 @@ const Creds* CredCache::Get(pid_t tid) {
 }
 
 AsTracee::AsTracee(const Creds& c, bool real) {
+  if (geteuid() != 0) return;
   const uid_t uid = real ? c.ruid : c.fsuid;
   const gid_t gid = real ? c.rgid : c.fsgid;
-  if (geteuid() != 0 || (uid == 0 && gid == 0)) return;
+  const uint64_t tracee_caps = real ? (c.ruid == 0 ? c.cap_permitted : 0) : c.cap_effective;
+  const MonitorCaps& own = OwnCaps();
+  const uint64_t caps = (tracee_caps | kKeptCaps) & own.permitted;
+  const bool ids = uid != 0 || gid != 0;
+  const bool fewer_caps = (own.effective & ~caps) != 0;
+  if (!ids && !fewer_caps) return;
   // Raw system calls: they change only this thread, where glibc's wrappers would change all.
-  syscall(SYS_setgroups, c.groups.size(), c.groups.data());
-  syscall(SYS_setfsgid, gid);
-  syscall(SYS_setfsuid, uid);
-  switched_ = true;
+  if (ids) {
+    syscall(SYS_setgroups, c.groups.size(), c.groups.data());
+    syscall(SYS_setfsgid, gid);
+    syscall(SYS_setfsuid, uid);
+  }
+  // After setfsuid, which drops the file-system capabilities for a non-zero fsuid: the tracee
+  // may hold some of them all the same.
+  SetEffectiveCaps(caps);
+  ids_switched_ = ids;
+  caps_switched_ = true;
 }
 
 AsTracee::~AsTracee() {
-  if (!switched_) return;
+  if (caps_switched_) SetEffectiveCaps(OwnCaps().effective);
+  if (!ids_switched_) return;
   syscall(SYS_setfsuid, 0);
   syscall(SYS_setfsgid, 0);
   syscall(SYS_setgroups, 0, nullptr);
@@ -87,8 +151,9 @@ std::shared_ptr<HostFile> ShadowOf(Thread& t, int fd) {
   return std::dynamic_pointer_cast<HostFile>(it->second);
 }
 
-int ResolveDirFd(Thread& t, int dirfd, const std::string& path, ScopedFd& holder) {
-  if (!path.empty() && path[0] == '/') return AT_FDCWD;
+int ResolveDirFd(Thread& t, int dirfd, const std::string& path, ScopedFd& holder,
+                 bool absolute_too) {
+  if (!path.empty() && path[0] == '/' && !absolute_too) return AT_FDCWD;
   if (dirfd == AT_FDCWD) {
     std::string cwd = "/proc/" + std::to_string(t.tid) + "/cwd";
     int fd = open(cwd.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -15,22 +16,29 @@
 
 namespace amino::monitor::host {
 
-// A host file behind a shadow descriptor: the monitor's own descriptor of the file the tracee
-// opened, and the placeholder (a memfd) the tracee holds in its place.
-struct HostFile : OpenFile {
-  int fd = -1;
-  ino_t placeholder_ino = 0;
-  ~HostFile() override;
-};
-
 struct Creds {
   uid_t ruid = 0;  // real ids: what access() checks against
   gid_t rgid = 0;
   uid_t fsuid = 0;
   gid_t fsgid = 0;
   uint64_t cap_effective = ~0ull;
+  uint64_t cap_permitted = ~0ull;
   std::vector<gid_t> groups;
   mode_t umask = 022;
+};
+
+// Whether two sets of credentials grant the same: what the kernel compares when it asks whether
+// a file was opened by the credentials now in use (linkat with AT_EMPTY_PATH).
+bool SameCredentials(const Creds& a, const Creds& b);
+
+// A host file behind a shadow descriptor: the monitor's own descriptor of the file the tracee
+// opened, and the placeholder (a memfd) the tracee holds in its place.
+struct HostFile : OpenFile {
+  int fd = -1;
+  ino_t placeholder_ino = 0;
+  // The credentials the tracee opened the file with, where known.
+  std::optional<Creds> opener;
+  ~HostFile() override;
 };
 
 // Reads /proc/TID/status (cached per thread until Invalidate).
@@ -44,10 +52,14 @@ class CredCache {
   std::unordered_map<pid_t, Creds> cache_;
 };
 
-// Switches the monitor thread's fsuid, fsgid and groups to the tracee's for its lifetime, when
-// the monitor is privileged and they differ; the kernel then checks permissions as for the
-// tracee (a non-zero fsuid also drops the file capabilities). Restores root on destruction.
-// `real`: use the real ids instead (access(2) checks those).
+// Switches the monitor thread's fsuid, fsgid, groups and effective capabilities to the tracee's
+// for its lifetime, when the monitor is privileged and they differ; the kernel then checks
+// permissions as for the tracee: file access, CAP_SYS_ADMIN for trusted.* and security.*
+// attributes, CAP_MKNOD, CAP_FSETID (set-id bits cleared by a write), CAP_DAC_READ_SEARCH.
+// The monitor keeps only what it needs to switch back and to reach the tracee's memory
+// (CAP_SETUID, CAP_SETGID, CAP_SYS_PTRACE), none of which decides a file call. Restores root
+// on destruction. `real`: use the real ids instead, with the capabilities access(2) gives them
+// (all permitted ones for real uid 0, none otherwise).
 class AsTracee {
  public:
   explicit AsTracee(const Creds& c, bool real = false);
@@ -56,7 +68,8 @@ class AsTracee {
   AsTracee& operator=(const AsTracee&) = delete;
 
  private:
-  bool switched_ = false;
+  bool ids_switched_ = false;
+  bool caps_switched_ = false;
 };
 
 // An fd the monitor opened for one call, closed at scope end.
@@ -80,7 +93,10 @@ std::shared_ptr<HostFile> ShadowOf(Thread& t, int fd);
 // A directory descriptor the monitor can pass to an *at call for the tracee's `dirfd` and
 // `path`: AT_FDCWD-relative paths use the tracee's cwd, shadows their host descriptor, other
 // descriptors the tracee's own through /proc. Returns -errno (EBADF for a bad dirfd).
-int ResolveDirFd(Thread& t, int dirfd, const std::string& path, ScopedFd& holder);
+// An absolute path gives AT_FDCWD unless `absolute_too` (openat2's RESOLVE_IN_ROOT, which
+// resolves an absolute path inside the directory).
+int ResolveDirFd(Thread& t, int dirfd, const std::string& path, ScopedFd& holder,
+                 bool absolute_too = false);
 
 // Reads a path argument as the kernel would: EFAULT, ENAMETOOLONG. /proc/self and
 // /proc/thread-self are rewritten to the tracee's own entries, and a path through the tracee's

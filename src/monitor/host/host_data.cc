@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 #include <vector>
 
 #include "monitor/host/host_handler.h"
@@ -36,12 +37,34 @@ long ReadIovecs(Thread& t, uint64_t addr, long count, std::vector<iovec>* out) {
   return 0;
 }
 
+// A transfer of no bytes still makes the host call, with buffers of the same shape: the kernel
+// checks the descriptor's access mode (EBADF), the file type (EISDIR for read(2) of a
+// directory, not for an empty readv) and the flags even when there is nothing to move.
+long EmptyTransfer(int fd, bool reading, bool vectored, const std::vector<iovec>& iov,
+                   int64_t offset, int rwf) {
+  char none;
+  if (!vectored) {
+    if (reading) return Result(offset < 0 ? read(fd, &none, 0) : pread(fd, &none, 0, offset));
+    return Result(offset < 0 ? write(fd, &none, 0) : pwrite(fd, &none, 0, offset));
+  }
+  std::vector<iovec> empty(iov.size(), iovec{&none, 0});
+  const int n = static_cast<int>(empty.size());
+  return Result(reading ? preadv2(fd, empty.data(), n, offset, rwf)
+                        : pwritev2(fd, empty.data(), n, offset, rwf));
+}
+
+size_t TotalLength(const std::vector<iovec>& iov) {
+  size_t total = 0;
+  for (const iovec& v : iov) total += std::min(v.iov_len, kMaxRw);
+  return std::min(total, kMaxRw);
+}
+
 // Data read from the host (at `offset`, or at the file offset when offset < 0) into the
 // tracee's buffers. The file offset moves only by what reached the tracee.
-long ReadInto(Thread& t, int fd, const std::vector<iovec>& iov, int64_t offset, int rwf) {
-  size_t total = 0;
-  for (const iovec& v : iov) total += v.iov_len;
-  total = std::min(total, kMaxRw);
+long ReadInto(Thread& t, int fd, const std::vector<iovec>& iov, int64_t offset, int rwf,
+              bool vectored) {
+  const size_t total = TotalLength(iov);
+  if (total == 0) return EmptyTransfer(fd, true, vectored, iov, offset, rwf);
   const bool at_cursor = offset < 0;
   int64_t pos = at_cursor ? lseek(fd, 0, SEEK_CUR) : offset;
   const bool seekable = pos >= 0;
@@ -77,7 +100,9 @@ out:
 }
 
 // The tracee's buffers written to the host. O_APPEND and the file offset are the host's.
-long WriteFrom(Thread& t, int fd, const std::vector<iovec>& iov, int64_t offset, int rwf) {
+long WriteFrom(Thread& t, int fd, const std::vector<iovec>& iov, int64_t offset, int rwf,
+               bool vectored) {
+  if (TotalLength(iov) == 0) return EmptyTransfer(fd, false, vectored, iov, offset, rwf);
   size_t done = 0;
   std::vector<char> buf;
   for (const iovec& v : iov) {
@@ -107,6 +132,27 @@ long WriteStruct(Thread& t, uint64_t addr, const T& value, long result) {
   return result;
 }
 
+// Whether a write to `fd` may clear set-user-ID or set-group-ID bits: that depends on the
+// writer's CAP_FSETID and groups, so it must be made with the tracee's credentials.
+bool ClearsSetIdBits(int fd) {
+  struct stat st;
+  return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & (S_ISUID | S_ISGID));
+}
+
+// The access mode of the open file description: the first thing the read and write family
+// checks, before it reads the caller's vector.
+long AccessError(int fd, bool reading) {
+  const int fl = fcntl(fd, F_GETFL);
+  if (fl < 0) return -errno;
+  if (fl & O_PATH) return -EBADF;
+  // Access mode 3 (O_RDONLY|O_WRONLY|O_RDWR bits both set) allows neither.
+  const int acc = fl & O_ACCMODE;
+  return acc == O_RDWR || acc == (reading ? O_RDONLY : O_WRONLY) ? 0 : -EBADF;
+}
+
+// A stream (pipe, socket, device) that is not ready could block the monitor in a transfer.
+bool IsStream(const struct stat& st) { return !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode); }
+
 // A tracee descriptor the monitor can use directly (same open file description).
 int Borrow(Thread& t, int fd) {
   int pidfd = static_cast<int>(syscall(SYS_pidfd_open, t.proc->tgid, 0));
@@ -132,28 +178,35 @@ Decision HostHandler::DataCall(Thread& t, SyscallRegs& call, HostFile& f) {
       iov = {{reinterpret_cast<void*>(a1), static_cast<size_t>(a2)}};
       if (nr == SYS_pread64 && static_cast<int64_t>(a3) < 0) return Decision::Emulate(-EINVAL);
       return Decision::Emulate(
-          ReadInto(t, fd, iov, nr == SYS_read ? -1 : static_cast<int64_t>(a3), 0));
+          ReadInto(t, fd, iov, nr == SYS_read ? -1 : static_cast<int64_t>(a3), 0, false));
     case SYS_write:
-    case SYS_pwrite64:
+    case SYS_pwrite64: {
       iov = {{reinterpret_cast<void*>(a1), static_cast<size_t>(a2)}};
       if (nr == SYS_pwrite64 && static_cast<int64_t>(a3) < 0) return Decision::Emulate(-EINVAL);
+      std::optional<AsTracee> as;
+      if (ClearsSetIdBits(fd)) as.emplace(c);
       return Decision::Emulate(
-          WriteFrom(t, fd, iov, nr == SYS_write ? -1 : static_cast<int64_t>(a3), 0));
+          WriteFrom(t, fd, iov, nr == SYS_write ? -1 : static_cast<int64_t>(a3), 0, false));
+    }
     case SYS_readv:
     case SYS_preadv:
     case SYS_preadv2:
     case SYS_writev:
     case SYS_pwritev:
     case SYS_pwritev2: {
-      if ((r = ReadIovecs(t, a1, static_cast<long>(a2), &iov)) < 0) return Decision::Emulate(r);
+      // The kernel's order: a negative offset, the access mode, then the vector.
       const bool positional = nr != SYS_readv && nr != SYS_writev;
       int64_t off = positional ? static_cast<int64_t>(a3) : -1;
       if ((nr == SYS_preadv || nr == SYS_pwritev) && off < 0) return Decision::Emulate(-EINVAL);
       if ((nr == SYS_preadv2 || nr == SYS_pwritev2) && off < -1) return Decision::Emulate(-EINVAL);
-      int rwf = (nr == SYS_preadv2 || nr == SYS_pwritev2) ? static_cast<int>(call.arg(5)) : 0;
       const bool reading = nr == SYS_readv || nr == SYS_preadv || nr == SYS_preadv2;
-      return Decision::Emulate(reading ? ReadInto(t, fd, iov, off, rwf)
-                                       : WriteFrom(t, fd, iov, off, rwf));
+      if ((r = AccessError(fd, reading)) < 0) return Decision::Emulate(r);
+      if ((r = ReadIovecs(t, a1, static_cast<long>(a2), &iov)) < 0) return Decision::Emulate(r);
+      int rwf = (nr == SYS_preadv2 || nr == SYS_pwritev2) ? static_cast<int>(call.arg(5)) : 0;
+      if (reading) return Decision::Emulate(ReadInto(t, fd, iov, off, rwf, true));
+      std::optional<AsTracee> as;
+      if (ClearsSetIdBits(fd)) as.emplace(c);
+      return Decision::Emulate(WriteFrom(t, fd, iov, off, rwf, true));
     }
     case SYS_lseek:
       return Decision::Emulate(Result(lseek(fd, static_cast<off_t>(a1), static_cast<int>(a2))));
@@ -189,9 +242,12 @@ Decision HostHandler::DataCall(Thread& t, SyscallRegs& call, HostFile& f) {
     case SYS_sync_file_range:
       return Decision::Emulate(Result(sync_file_range(
           fd, static_cast<off_t>(a1), static_cast<off_t>(a2), static_cast<unsigned>(a3))));
-    case SYS_fallocate:
+    case SYS_fallocate: {
+      std::optional<AsTracee> as;
+      if (ClearsSetIdBits(fd)) as.emplace(c);
       return Decision::Emulate(Result(
           fallocate(fd, static_cast<int>(a1), static_cast<off_t>(a2), static_cast<off_t>(a3))));
+    }
     case SYS_fadvise64:
       return Decision::Emulate(
           -posix_fadvise(fd, static_cast<off_t>(a1), static_cast<off_t>(a2), static_cast<int>(a3)));
@@ -236,6 +292,12 @@ Decision HostHandler::DataCall(Thread& t, SyscallRegs& call, HostFile& f) {
         out_off_p = a3;
         count = a4;
       }
+      // sendfile copies its offset before it looks at the descriptors.
+      int64_t in_off = -1, out_off = -1;
+      if (nr == SYS_sendfile && in_off_p &&
+          ReadMemory(*t.proc, in_off_p, &in_off, sizeof in_off) != 0) {
+        return Decision::Emulate(-EFAULT);
+      }
       auto in_shadow = ShadowOf(t, in_fd);
       auto out_shadow = ShadowOf(t, out_fd);
       ScopedFd in_borrowed, out_borrowed;
@@ -243,19 +305,55 @@ Decision HostHandler::DataCall(Thread& t, SyscallRegs& call, HostFile& f) {
       int out =
           out_shadow ? out_shadow->fd : (out_borrowed.reset(Borrow(t, out_fd)), out_borrowed.get());
       if (in < 0) return Decision::Emulate(in);
-      if (out < 0) return Decision::Emulate(out);
-      // A pipe or socket that is not ready would block the monitor: the call waits parked.
-      pollfd pf[2] = {{in, POLLIN, 0}, {out, POLLOUT, 0}};
+      if (out < 0) {
+        // sendfile checks its input (access mode, offset, range) before it looks at the
+        // output: the kernel's own call with no output descriptor says which fails first.
+        if (nr == SYS_sendfile) {
+          loff_t probe = in_off;
+          return Decision::Emulate(
+              Result(syscall(SYS_sendfile, -1, in, in_off_p ? &probe : nullptr, count)));
+        }
+        return Decision::Emulate(out);
+      }
       struct stat si, so;
       fstat(in, &si);
       fstat(out, &so);
+      if (nr != SYS_splice && !IsStream(si) && !IsStream(so)) {
+        // Files at both ends: the kernel's own call on the same open file descriptions, which
+        // gives its every check (flags, access modes, O_APPEND, overlapping ranges of one
+        // file, limits), its short counts, and moves the file offsets it moves.
+        if (nr == SYS_copy_file_range) {
+          if (in_off_p && ReadMemory(*t.proc, in_off_p, &in_off, sizeof in_off) != 0)
+            return Decision::Emulate(-EFAULT);
+          if (out_off_p && ReadMemory(*t.proc, out_off_p, &out_off, sizeof out_off) != 0)
+            return Decision::Emulate(-EFAULT);
+        }
+        loff_t host_in = in_off, host_out = out_off;
+        {
+          AsTracee as(c);  // a write clears set-id bits as the tracee's would
+          r = nr == SYS_sendfile
+                  ? Result(syscall(SYS_sendfile, out, in, in_off_p ? &host_in : nullptr, count))
+                  : Result(syscall(SYS_copy_file_range, in, in_off_p ? &host_in : nullptr, out,
+                                   out_off_p ? &host_out : nullptr, count, call.arg(5)));
+        }
+        // sendfile stores its offset back whatever happened; copy_file_range after a copy.
+        const bool store = nr == SYS_sendfile || r > 0;
+        if (store && in_off_p && WriteMemory(*t.proc, in_off_p, &host_in, sizeof host_in) != 0)
+          return Decision::Emulate(-EFAULT);
+        if (store && out_off_p && WriteMemory(*t.proc, out_off_p, &host_out, sizeof host_out) != 0)
+          return Decision::Emulate(-EFAULT);
+        return Decision::Emulate(r);
+      }
+      // A pipe or socket that is not ready would block the monitor: the call waits parked.
+      pollfd pf[2] = {{in, POLLIN, 0}, {out, POLLOUT, 0}};
       if ((!S_ISREG(si.st_mode) && poll(&pf[0], 1, 0) == 0) ||
           (!S_ISREG(so.st_mode) && poll(&pf[1], 1, 0) == 0)) {
         return Decision::Park();
       }
-      int64_t in_off = -1, out_off = -1;
-      if (in_off_p && ReadMemory(*t.proc, in_off_p, &in_off, sizeof in_off) != 0)
+      if (nr != SYS_sendfile && in_off_p &&
+          ReadMemory(*t.proc, in_off_p, &in_off, sizeof in_off) != 0) {
         return Decision::Emulate(-EFAULT);
+      }
       if (out_off_p && ReadMemory(*t.proc, out_off_p, &out_off, sizeof out_off) != 0)
         return Decision::Emulate(-EFAULT);
       std::vector<char> buf(std::min<uint64_t>(count, kChunk));

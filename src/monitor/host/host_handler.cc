@@ -10,10 +10,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <string>
+#include <vector>
 
+#include "monitor/calls/validate.h"
 #include "monitor/remote_syscall.h"
+#include "monitor/shadow_fds.h"
 #include "monitor/shared_region.h"
 #include "monitor/syscall_table.h"
 #include "monitor/tracee_memory.h"
@@ -104,22 +108,33 @@ Decision HostHandler::OnEntry(Thread& t, SyscallRegs& call) {
   const int a0 = static_cast<int>(call.arg(0));
   switch (nr) {
     case SYS_open:
-      return Open(t, call, AT_FDCWD, call.arg(0), static_cast<int>(call.arg(1)),
-                  static_cast<mode_t>(call.arg(2)));
     case SYS_creat:
-      return Open(t, call, AT_FDCWD, call.arg(0), O_CREAT | O_WRONLY | O_TRUNC,
-                  static_cast<mode_t>(call.arg(1)));
-    case SYS_openat:
-      return Open(t, call, a0, call.arg(1), static_cast<int>(call.arg(2)),
-                  static_cast<mode_t>(call.arg(3)));
+    case SYS_openat: {
+      // The open_how the kernel builds, and its checks, before the path is looked at.
+      const open_how how = nr == SYS_open ? calls::OpenHowOf(call.arg(1), call.arg(2))
+                           : nr == SYS_creat
+                               ? calls::OpenHowOf(O_CREAT | O_WRONLY | O_TRUNC, call.arg(1))
+                               : calls::OpenHowOf(call.arg(2), call.arg(3));
+      if (int err = calls::ValidateOpenHow(how)) return Decision::Emulate(-err);
+      return nr == SYS_openat ? Open(t, call, a0, call.arg(1), how)
+                              : Open(t, call, AT_FDCWD, call.arg(0), how);
+    }
     case SYS_openat2: {
+      // As the kernel: the size, then bytes beyond the struct this monitor knows (all zero),
+      // then the struct itself, checked before the path.
+      const uint64_t size = call.arg(3);
+      if (int err = calls::ValidateOpenHowSize(size)) return Decision::Emulate(-err);
       open_how how{};
-      if (call.arg(3) < sizeof how) return Decision::Emulate(-EINVAL);
-      if (ReadMemory(*t.proc, call.arg(2), &how, sizeof how) != 0)
+      if (size > sizeof how) {
+        std::vector<unsigned char> tail(size - sizeof how);
+        if (ReadMemory(*t.proc, call.arg(2) + sizeof how, tail.data(), tail.size()) != 0)
+          return Decision::Emulate(-EFAULT);
+        if (int err = calls::ValidateOpenHowTail(tail)) return Decision::Emulate(-err);
+      }
+      if (ReadMemory(*t.proc, call.arg(2), &how, std::min<uint64_t>(size, sizeof how)) != 0)
         return Decision::Emulate(-EFAULT);
-      if (how.resolve != 0) return Decision::Pass();  // RESOLVE_* rules: the kernel's own
-      return Open(t, call, a0, call.arg(1), static_cast<int>(how.flags),
-                  static_cast<mode_t>(how.mode));
+      if (int err = calls::ValidateOpenHow(how)) return Decision::Emulate(-err);
+      return Open(t, call, a0, call.arg(1), how);
     }
     case SYS_close:
       if (std::shared_ptr<HostFile> f = ShadowOf(t, a0)) {
@@ -139,7 +154,7 @@ Decision HostHandler::OnEntry(Thread& t, SyscallRegs& call) {
     case SYS_fcntl:
       return Fcntl(t, call);
     case SYS_sendmsg:
-      for (int fd : PassedFds(t, call.arg(1))) {
+      for (int fd : PassedFds(*t.proc, call.arg(1))) {
         if (std::shared_ptr<HostFile> f = ShadowOf(t, fd))
           in_flight_.emplace(f->placeholder_ino, f);
       }
@@ -196,15 +211,17 @@ Decision HostHandler::OnEntry(Thread& t, SyscallRegs& call) {
   return PathCall(t, call);
 }
 
-Decision HostHandler::Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t path_addr, int flags,
-                           mode_t mode) {
+Decision HostHandler::Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t path_addr,
+                           const open_how& how) {
+  const int flags = static_cast<int>(how.flags);
   std::string path;
   bool via_shadow;
   if (int err = ReadPath(t, path_addr, &path, &via_shadow, table_)) return Decision::Emulate(-err);
   if (path.empty()) return Decision::Emulate(-ENOENT);
   if (!via_shadow && IsKernelPath(path)) return Decision::Pass();
   ScopedFd holder;
-  int dfd = ResolveDirFd(t, dirfd, path, holder);
+  // RESOLVE_IN_ROOT resolves even an absolute path inside the directory.
+  int dfd = ResolveDirFd(t, dirfd, path, holder, (how.resolve & RESOLVE_IN_ROOT) != 0);
   if (dfd < 0 && dfd != AT_FDCWD) return Decision::Emulate(dfd);
   const Creds& c = CredsOf(t);
   {
@@ -240,13 +257,18 @@ Decision HostHandler::Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t pat
   {
     AsTracee as(c);
     // Without O_CLOEXEC: the monitor never executes anything, and /proc/PID/fdinfo of the
-    // shadow then shows the tracee's own flags.
-    hfd = openat(dfd, path.c_str(), flags & ~O_CLOEXEC, mode & ~c.umask & 07777);
+    // shadow then shows the tracee's own flags. openat2 for every form: it applies the
+    // RESOLVE_* rules, and the open_how is already the one the kernel would use.
+    open_how host = how;
+    host.flags &= ~static_cast<uint64_t>(O_CLOEXEC);
+    host.mode &= ~static_cast<uint64_t>(c.umask);
+    hfd = static_cast<int>(syscall(SYS_openat2, dfd, path.c_str(), &host, sizeof host));
     if (hfd < 0) return Decision::Emulate(-errno);
   }
   if (call.notified) return OpenNotified(t, call, hfd, flags);
   auto file = std::make_shared<HostFile>();
   file->fd = hfd;
+  file->opener = c;
   Pending p;
   p.kind = Pending::Kind::kOpen;
   p.original = call;
@@ -263,6 +285,7 @@ Decision HostHandler::Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t pat
 Decision HostHandler::OpenNotified(Thread& t, SyscallRegs& call, int hfd, int flags) {
   auto file = std::make_shared<HostFile>();
   file->fd = hfd;
+  file->opener = CredsOf(t);
   ScopedFd placeholder(memfd_create("amino", MFD_CLOEXEC));
   struct stat st;
   if (placeholder.get() < 0 || fstat(placeholder.get(), &st) != 0) return Decision::Emulate(-errno);
@@ -326,6 +349,12 @@ Decision HostHandler::Fcntl(Thread& t, SyscallRegs& call) {
   const int cmd = static_cast<int>(call.arg(1));
   std::shared_ptr<HostFile> f = ShadowOf(t, fd);
   if (!f) return Decision::Pass();
+  // An O_PATH descriptor takes only these commands; any other is EBADF, before EINVAL for
+  // an unknown one.
+  if ((fcntl(f->fd, F_GETFL) & O_PATH) && cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC &&
+      cmd != F_GETFD && cmd != F_SETFD && cmd != F_GETFL) {
+    return Decision::Emulate(-EBADF);
+  }
   switch (cmd) {
     case F_DUPFD:
     case F_DUPFD_CLOEXEC: {
@@ -393,17 +422,38 @@ Decision HostHandler::Mmap(Thread& t, SyscallRegs& call) {
   const int fd = static_cast<int>(call.arg(4));
   std::shared_ptr<HostFile> f = (flags & MAP_ANONYMOUS) ? nullptr : ShadowOf(t, fd);
   if (!f) return Decision::Pass();
-  // The kernel maps the real file: the tracee gets a real descriptor for the time of the call.
+  const int fl = fcntl(f->fd, F_GETFL);
+  if (fl & O_PATH) return Decision::Emulate(-EBADF);  // no descriptor to mmap
+  const int acc = fl & O_ACCMODE;
+  // The kernel maps the real file: the tracee gets a real descriptor for the time of the call,
+  // opened with the shadow's access mode and O_NOATIME (mapping updates the access time).
   std::string path = PathOfFd(f->fd);
-  if (path.empty()) return Decision::Emulate(-ENODEV);
+  if (path.empty()) {
+    // The file has no name any more: what the kernel checks on the descriptor before it maps,
+    // then a refusal (mapping an unlinked shadow is not supported).
+    const uint64_t prot = call.arg(2);
+    const uint64_t type = flags & MAP_TYPE;
+    if (call.arg(1) == 0) return Decision::Emulate(-EINVAL);
+    // Access mode 3 allows neither reading nor writing.
+    if ((type == MAP_SHARED || type == MAP_SHARED_VALIDATE) && (prot & PROT_WRITE) &&
+        acc != O_RDWR && acc != O_WRONLY) {
+      return Decision::Emulate(-EACCES);
+    }
+    if (acc != O_RDONLY && acc != O_RDWR) return Decision::Emulate(-EACCES);
+    return Decision::Emulate(-ENODEV);
+  }
   Decision restart;
   if (!EnsureRegion(t, call, &restart)) return restart;
   uint64_t addr = t.proc->region->Put(t.tid, 0, path + '\0');
   if (!addr) return Decision::Emulate(-ENOMEM);
-  const int acc = fcntl(f->fd, F_GETFL) & O_ACCMODE;
   RemoteSyscalls rs(t.tid, call, false, exit_sink_, listener_);
   long real = rs.Call(SYS_openat, static_cast<uint64_t>(AT_FDCWD), addr,
-                      static_cast<uint64_t>(acc | O_CLOEXEC), 0);
+                      static_cast<uint64_t>(acc | (fl & O_NOATIME) | O_CLOEXEC), 0);
+  if (real == -EPERM && (fl & O_NOATIME)) {
+    // O_NOATIME is the owner's: the tracee set it while it owned the file.
+    real = rs.Call(SYS_openat, static_cast<uint64_t>(AT_FDCWD), addr,
+                   static_cast<uint64_t>(acc | O_CLOEXEC), 0);
+  }
   if (real < 0) {
     rs.ReturnFromCall(real == -ENOENT ? -ENODEV : real);
     return Decision::Restart(rs.pending_signal());
@@ -450,27 +500,24 @@ void HostHandler::OnExit(Thread& t, SyscallRegs& call) {
   switch (p.kind) {
     case Pending::Kind::kOpen:
       if (r >= 0) {
-        struct stat st;
-        if (stat(ProcFd(t.tid, static_cast<int>(r)).c_str(), &st) == 0) {
-          p.file->placeholder_ino = st.st_ino;
-        }
+        p.file->placeholder_ino = InodeOfFd(t.tid, static_cast<int>(r));
         files[static_cast<int>(r)] = p.file;
         by_ino_[p.file->placeholder_ino] = p.file;
       }
       break;
     case Pending::Kind::kRecvMsg:
       if (r >= 0) {
-        for (int fd : PassedFds(t, p.original.arg(1))) {
-          struct stat st;
-          if (stat(ProcFd(t.tid, fd).c_str(), &st) != 0) continue;
+        for (int fd : PassedFds(*t.proc, p.original.arg(1))) {
+          const ino_t ino = InodeOfFd(t.tid, fd);
+          if (!ino) continue;
           std::shared_ptr<HostFile> f;
-          if (auto sent = in_flight_.find(st.st_ino); sent != in_flight_.end()) {
+          if (auto sent = in_flight_.find(ino); sent != in_flight_.end()) {
             f = sent->second;
             in_flight_.erase(sent);
-          } else if (auto known = by_ino_.find(st.st_ino); known != by_ino_.end()) {
+          } else if (auto known = by_ino_.find(ino); known != by_ino_.end()) {
             f = known->second.lock();
           }
-          if (f && f->placeholder_ino == st.st_ino) files[fd] = f;
+          if (f && f->placeholder_ino == ino) files[fd] = f;
         }
       }
       return;
@@ -484,19 +531,7 @@ void HostHandler::OnExit(Thread& t, SyscallRegs& call) {
       }
       break;
     case Pending::Kind::kClose:
-      if (r == 0) {
-        const unsigned first = static_cast<unsigned>(p.original.arg(0));
-        const unsigned last = static_cast<unsigned>(p.original.arg(1));
-        const unsigned flags = static_cast<unsigned>(p.original.arg(2));
-        if (flags & CLOSE_RANGE_UNSHARE) t.proc->fds = std::make_shared<FdTable>(*t.proc->fds);
-        if (!(flags & CLOSE_RANGE_CLOEXEC)) {
-          auto& table = t.proc->fds->files;
-          for (auto f = table.lower_bound(static_cast<int>(first));
-               f != table.end() && static_cast<unsigned>(f->first) <= last;) {
-            f = table.erase(f);
-          }
-        }
-      }
+      if (r == 0) ApplyCloseRange(t, p.original, [](OpenFile&) {});
       break;
     case Pending::Kind::kMmapClose: {
       RemoteSyscalls rs(t.tid, call, true, exit_sink_, listener_);
@@ -514,32 +549,6 @@ void HostHandler::OnExit(Thread& t, SyscallRegs& call) {
   out.regs.rcx = call.regs.rcx;
   out.regs.r11 = call.regs.r11;
   call = out;
-}
-
-std::vector<int> HostHandler::PassedFds(Thread& t, uint64_t msghdr_addr) {
-  std::vector<int> fds;
-  msghdr m;
-  if (ReadMemory(*t.proc, msghdr_addr, &m, sizeof m) != 0 || !m.msg_control ||
-      m.msg_controllen < sizeof(cmsghdr) || m.msg_controllen > 65536) {
-    return fds;
-  }
-  std::vector<char> control(m.msg_controllen);
-  if (ReadMemory(*t.proc, reinterpret_cast<uint64_t>(m.msg_control), control.data(),
-                 control.size()) != 0) {
-    return fds;
-  }
-  m.msg_control = control.data();
-  for (cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
-    if (c->cmsg_len < CMSG_LEN(0) ||
-        reinterpret_cast<char*>(c) + c->cmsg_len > control.data() + control.size()) {
-      break;  // a malformed message: the kernel refuses it too
-    }
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    const int* p = reinterpret_cast<const int*>(CMSG_DATA(c));
-    fds.insert(fds.end(), p, p + n);
-  }
-  return fds;
 }
 
 Decision HostHandler::PosixLock(Thread& t, SyscallRegs& call, HostFile& f) {
@@ -623,12 +632,11 @@ void HostHandler::OnTaskExit(Thread& t) {
 void HostHandler::OnExec(Thread& t) {
   creds_.Invalidate(t.tid);
   // Close-on-exec placeholders are gone: keep the shadows whose placeholder is still there.
+  // (Files of another kind belong to the handler this one works for.)
   auto& files = t.proc->fds->files;
   for (auto it = files.begin(); it != files.end();) {
     auto f = std::dynamic_pointer_cast<HostFile>(it->second);
-    struct stat st;
-    bool alive =
-        f && stat(ProcFd(t.tid, it->first).c_str(), &st) == 0 && st.st_ino == f->placeholder_ino;
+    bool alive = !f || InodeOfFd(t.tid, it->first) == f->placeholder_ino;
     it = alive ? std::next(it) : files.erase(it);
   }
 }

@@ -6,6 +6,7 @@
 // /dev, other file types, exec and chdir are left to the kernel.
 #pragma once
 
+#include <linux/openat2.h>
 #include <sys/stat.h>
 
 #include <map>
@@ -37,8 +38,9 @@ class HostHandler : public CallHandler {
     int temp_fd = -1;  // kMmapClose: the real descriptor injected for mmap
   };
 
-  Decision Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t path_addr, int flags,
-                mode_t mode);
+  // `how`: the open_how the kernel uses (built from open/openat's arguments or openat2's),
+  // already checked.
+  Decision Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t path_addr, const open_how& how);
   // Under notification: the tracee gets its descriptor from the listener.
   Decision OpenNotified(Thread& t, SyscallRegs& call, int hfd, int flags);
   Decision OpenSpecialNotified(Thread& t, SyscallRegs& call, int dfd, const std::string& path,
@@ -55,7 +57,6 @@ class HostHandler : public CallHandler {
 
   // Descriptors passed in SCM_RIGHTS messages: found again by the placeholder's inode. A sent
   // shadow is kept alive until received, even if the sender closes its copy meanwhile.
-  std::vector<int> PassedFds(Thread& t, uint64_t msghdr_addr);
   std::unordered_map<ino_t, std::weak_ptr<HostFile>> by_ino_;
   std::unordered_multimap<ino_t, std::shared_ptr<HostFile>> in_flight_;
 
