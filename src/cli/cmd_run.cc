@@ -19,7 +19,8 @@ std::vector<std::string>& CommandWords() {
 int SplitRunCommand(int argc, char** argv) {
   if (argc < 2 || std::string(argv[1]) != "run") return argc;
   // Options of `amino run` that take a separate value.
-  static const char* kValued[] = {"--backend", "--emulate"};
+  static const char* kValued[] = {"--backend", "--emulate", "--mount", "--config",
+                                  "--durability"};
   for (int i = 2; i < argc; ++i) {
     std::string w = argv[i];
     if (w == "--") {
@@ -56,7 +57,24 @@ Runner AddRun(CLI::App& app) {
              "Print each trapped call strace-like: --trace to stderr, --trace=FILE to FILE")
           ->expected(0, 1);
   cmd->add_option("--emulate", o->emulate,
-                  "host: the monitor performs every file call itself on the host file system");
+                  "What happens to file calls: amino (calls on Amino mounts are served from "
+                  "their databases, the others go to the kernel), host (the monitor performs "
+                  "every file call itself on the host file system), none (every call goes to "
+                  "the kernel: tracing only)")
+      ->capture_default_str();
+  cmd->add_option("--mount", o->mounts,
+                  "Mount the Amino file system in DBDIR at MOUNTPOINT (repeatable; make one "
+                  "with 'amino mkfs DBDIR')")
+      ->type_name("MOUNTPOINT=DBDIR")
+      ->allow_extra_args(false);
+  cmd->add_option("--config", o->config,
+                  "Mounts file (default: $AMINO_CONFIG, else ~/.config/amino/mounts; see "
+                  "'amino mounts --help')")
+      ->type_name("FILE");
+  cmd->add_option("--durability", o->durability,
+                  "async: a commit reaches the OS (survives a crash of the monitor); sync: "
+                  "every commit is flushed to the disk (survives a machine crash)")
+      ->capture_default_str();
   cmd->footer("The command follows the options, after an optional '--': amino run -- CMD ARGS...");
   return [o, trace] {
     o->trace = trace->count() > 0;

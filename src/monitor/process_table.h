@@ -22,7 +22,15 @@ struct FdTable {
 };
 
 struct FsContext {
-  std::string cwd;  // virtual cwd inside an Amino mount; empty when the kernel's cwd applies
+  // The kernel's cwd as it names it (readlink of /proc/PID/cwd), once known; "" before.
+  std::string host_cwd;
+  // A virtual cwd inside an Amino mount (the kernel has no directory there): the mount's index
+  // in the handler's table (-1: none, the kernel's cwd applies), the directory's file id, and
+  // its mount-relative path as of the mount's directory generation `cwd_generation`.
+  int cwd_mount = -1;
+  uint64_t cwd_id = 0;
+  std::string cwd;
+  uint64_t cwd_generation = 0;
   mode_t umask = 022;
 };
 

@@ -1,6 +1,7 @@
 #include "monitor/run.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -8,10 +9,50 @@
 
 #include "monitor/call_handler.h"
 #include "monitor/host/host_handler.h"
+#include "monitor/mounts/mount_config.h"
+#include "monitor/mounts/mount_prepare.h"
+#include "monitor/service/mount_handler.h"
 #include "monitor/trace_handler.h"
 #include "monitor/tracer.h"
 
 namespace amino::monitor {
+
+namespace {
+
+// The mount table from the command line, the mounts file or the default, made ready (mount
+// points and default databases created) and opened.
+std::unique_ptr<CallHandler> MakeMountHandler(const RunOptions& options) {
+  mounts::MountSources sources;
+  sources.mount_args = options.mounts;
+  if (!options.config.empty()) sources.config_file = options.config;
+  auto config = mounts::LoadMounts(sources, mounts::Environment::FromProcess());
+  if (!config.ok()) {
+    std::fprintf(stderr, "amino run: %s\n", config.error().c_str());
+    return nullptr;
+  }
+  auto prepared = mounts::PrepareMounts(config->table);
+  if (!prepared.ok()) {
+    std::fprintf(stderr, "amino run: %s\n", prepared.error().c_str());
+    return nullptr;
+  }
+  // What was created on first use is told to a person at a terminal; a script's stderr
+  // stays the command's own.
+  if (isatty(STDERR_FILENO)) {
+    for (const std::string& action : prepared->actions) {
+      std::fprintf(stderr, "amino run: %s\n", action.c_str());
+    }
+  }
+  auto handler =
+      service::MountHandler::Create(std::move(prepared->table), options.durability == "sync");
+  if (!handler.ok()) {
+    std::fprintf(stderr, "amino run: cannot open a mount: %s\n",
+                 handler.status().message().c_str());
+    return nullptr;
+  }
+  return std::move(handler).value();
+}
+
+}  // namespace
 
 int Run(const RunOptions& options) {
   if (options.argv.empty()) {
@@ -56,17 +97,29 @@ int Run(const RunOptions& options) {
                  features.kernel.c_str());
     return 2;
   }
-  if (!options.emulate.empty() && options.emulate != "host") {
-    std::fprintf(stderr, "amino run: unknown --emulate value '%s' (host)\n",
+  if (options.emulate != "amino" && options.emulate != "host" && options.emulate != "none") {
+    std::fprintf(stderr, "amino run: unknown --emulate value '%s' (amino, host, none)\n",
                  options.emulate.c_str());
+    return 2;
+  }
+  if (options.durability != "async" && options.durability != "sync") {
+    std::fprintf(stderr, "amino run: unknown --durability value '%s' (async, sync)\n",
+                 options.durability.c_str());
+    return 2;
+  }
+  if (options.emulate != "amino" && (!options.mounts.empty() || !options.config.empty())) {
+    std::fprintf(stderr, "amino run: --mount and --config need --emulate=amino (the default)\n");
     return 2;
   }
 
   std::unique_ptr<CallHandler> handler;
   if (options.emulate == "host") {
     handler = std::make_unique<host::HostHandler>();
-  } else {
+  } else if (options.emulate == "none") {
     handler = std::make_unique<PassThroughHandler>();
+  } else {
+    handler = MakeMountHandler(options);
+    if (!handler) return 2;
   }
   FILE* trace_out = nullptr;
   if (options.trace) {

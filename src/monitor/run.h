@@ -15,7 +15,13 @@ struct RunOptions {
   bool stats = false;
   bool trace = false;
   std::string trace_file;  // empty: stderr
-  std::string emulate;     // "" (pass-through) or "host"
+  // What the monitor does with file calls: "amino" (serve the mounts; the default), "host"
+  // (perform every file call itself on the host: AMINONULL), "none" (pass every call through:
+  // AMINOTRACE).
+  std::string emulate = "amino";
+  std::vector<std::string> mounts;  // --mount MOUNTPOINT=DBDIR
+  std::string config;               // --config FILE
+  std::string durability = "async";  // --durability async|sync
 };
 
 // Runs the command to completion; returns `amino run`'s exit status. Usage errors are reported

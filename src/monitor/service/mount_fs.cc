@@ -1,0 +1,71 @@
+#include "monitor/service/mount_fs.h"
+
+#include <sys/sysmacros.h>
+
+#include <cstdio>
+#include <functional>
+
+#include "schema/store.h"
+
+namespace amino::monitor::service {
+
+schema::Result<std::vector<std::unique_ptr<MountFs>>> OpenMountFileSystems(
+    const mounts::MountTable& table, bool sync) {
+  std::vector<std::unique_ptr<MountFs>> out;
+  unsigned index = 0;
+  for (const mounts::Mount& m : table.mounts()) {
+    schema::OpenOptions options;
+    // Smaller than the schema default: every run creates the cache region and pays for
+    // touching it; a miss costs a read from the OS page cache, which holds the files anyway.
+    options.cache_bytes = 16 << 20;
+    auto opened = schema::FileSystem::Open(m.db_dir, options);
+    if (!opened.ok()) {
+      const schema::Status& st = opened.status();
+      return schema::Status::Storage(st.error(), m.point + " (" + m.db_dir + "): " + st.message());
+    }
+    auto mfs = std::make_unique<MountFs>();
+    mfs->mount = &m;
+    mfs->fs = std::move(opened).value();
+    const bool flushed = m.durability ? *m.durability == mounts::Durability::kSync : sync;
+    mfs->durability = flushed ? schema::Durability::kSync : schema::Durability::kWriteNoSync;
+    // Major 0 is the kernel's range for devices that are no block device (tmpfs, proc): the
+    // minor is derived from the database directory, so it is stable across runs.
+    const unsigned minor = 0x4000 + (std::hash<std::string>{}(m.db_dir) & 0x3fff) + index++;
+    mfs->dev = makedev(0, minor);
+    out.push_back(std::move(mfs));
+  }
+  return out;
+}
+
+CallOutcome RunCall(MountFs& m, const std::function<schema::Status(schema::Transaction&)>& body,
+                    schema::Transaction* parent) {
+  schema::TxnOptions options;
+  options.durability = m.durability;
+  options.nowait = true;
+  CallOutcome out;
+  auto txn = m.fs->Begin(parent, options);
+  if (!txn.ok()) {
+    out.status = txn.status();
+  } else {
+    out.status = body(*txn);
+    if (out.status.ok()) {
+      out.status = txn->Commit();
+    } else {
+      (void)txn->Abort();
+    }
+  }
+  if (out.status.is_conflict()) {
+    out.kind = CallOutcome::Kind::kConflict;
+  } else if (out.status.is_storage()) {
+    out.kind = CallOutcome::Kind::kStorage;
+    std::fprintf(stderr, "amino: %s: %s\n", m.mount->point.c_str(), out.status.message().c_str());
+  }
+  return out;
+}
+
+schema::Status FlushLog(MountFs& m) {
+  DB_ENV* env = m.fs->store().env();
+  return schema::DbStatus(env->log_flush(env, nullptr), "flush the log");
+}
+
+}  // namespace amino::monitor::service

@@ -1,0 +1,54 @@
+// The open file systems behind the mount table, and the per-call transaction every serviced
+// call runs in (DESIGN.md §4): begun without waiting for locks, committed when the call
+// succeeds, aborted when it fails, so a failing call leaves no partial effect and a lock
+// conflict never blocks the monitor (the call is parked and asked again).
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "monitor/mounts/mount_table.h"
+#include "schema/filesystem.h"
+
+namespace amino::monitor::service {
+
+struct MountFs {
+  const mounts::Mount* mount = nullptr;
+  std::unique_ptr<schema::FileSystem> fs;
+  schema::Durability durability = schema::Durability::kWriteNoSync;
+  // st_dev of its files: one device per mount, as a kernel mount has (find -xdev, du, tar and
+  // cp -a tell file systems and hard links apart by it).
+  dev_t dev = 0;
+  // Bumped by every rename or removal of a directory: virtual cwds and directory descriptors
+  // remember their path with the value it had, and look the path up again by file id after.
+  uint64_t dir_generation = 1;
+};
+
+// Every mount of `table` opened (running recovery where a previous user died). `sync`: every
+// top-level commit is flushed, unless the mount says otherwise. Errors read "MOUNT: why".
+schema::Result<std::vector<std::unique_ptr<MountFs>>> OpenMountFileSystems(
+    const mounts::MountTable& table, bool sync);
+
+// How a serviced call's transaction ended.
+struct CallOutcome {
+  enum class Kind {
+    kDone,      // committed, or aborted with the call's errno in `status`
+    kConflict,  // a lock is held by someone else: park the caller and ask again
+    kStorage,   // the database failed: the call fails with EIO (the message is printed)
+  };
+  Kind kind = Kind::kDone;
+  schema::Status status;
+};
+
+// Runs `body` in a per-call transaction on `m` (a child of `parent` when given).
+CallOutcome RunCall(MountFs& m, const std::function<schema::Status(schema::Transaction&)>& body,
+                    schema::Transaction* parent = nullptr);
+
+// Makes every commit so far on `m` durable (fsync and friends).
+schema::Status FlushLog(MountFs& m);
+
+}  // namespace amino::monitor::service

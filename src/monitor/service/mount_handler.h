@@ -1,0 +1,168 @@
+// The handler of `amino run` with Amino mounts (DESIGN.md §2–§4): every file call that names a
+// path or a descriptor inside a mount is serviced from the mount's schema, each in its own
+// transaction; every other call goes to the kernel untouched, or with a substitute path when
+// its argument was relative to a directory inside a mount (or a link there led out of it).
+//
+// The work is split by kind of call:
+//   mount_handler.cc   dispatch, opens and the descriptor life cycle (dup, close, fd passing)
+//   mount_resolve.cc   path arguments to targets; cwd (chdir, fchdir, getcwd); substitutes
+//   mount_paths.cc     calls on paths (stat, mkdir, rename, xattrs, ...)
+//   mount_data.cc      calls on served descriptors (read, write, getdents, locks, ...)
+//   mount_exec.cc      exec of programs stored in a mount; mmap of served files
+#pragma once
+
+#include <sys/stat.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "monitor/call_handler.h"
+#include "monitor/host/host_context.h"
+#include "monitor/host/host_handler.h"
+#include "monitor/mounts/mount_table.h"
+#include "monitor/mounts/path_resolver.h"
+#include "monitor/service/mount_fs.h"
+#include "monitor/service/served_file.h"
+#include "schema/cred.h"
+
+namespace amino::monitor::service {
+
+// Where one path argument of a call leads.
+struct Target {
+  enum class Kind {
+    kHost,        // the kernel, with the argument as the tracee wrote it
+    kSubstitute,  // the kernel, with `path` (absolute) in place of the argument
+    kServed,      // the schema of `mfs`, at mount-relative `path`
+    kFile,        // the served descriptor `file` itself (AT_EMPTY_PATH, futimens)
+  };
+  Kind kind = Kind::kHost;
+  std::string path;
+  MountFs* mfs = nullptr;
+  std::shared_ptr<ServedFile> file;
+  bool trailing_slash = false;
+};
+
+class MountHandler : public CallHandler {
+ public:
+  // `mounts`: the prepared table (mount_prepare.h). `sync`: --durability sync.
+  static schema::Result<std::unique_ptr<MountHandler>> Create(mounts::MountTable table, bool sync);
+
+  Decision OnEntry(Thread& t, SyscallRegs& call) override;
+  void OnExit(Thread& t, SyscallRegs& call) override;
+  void OnExec(Thread& t) override;
+  void OnTaskExit(Thread& t) override;
+  std::vector<long> ExtraTrapped() const override;
+  bool NeedsStop(long nr) const override;
+  bool Emulates() const override { return true; }
+  void SetExitSink(std::function<void(pid_t, int)> sink) override;
+  void SetProcessTable(ProcessTable* table) override;
+  void SetListener(ptrace_ext::NotifyListener* listener) override;
+
+  // The body of a serviced path call: runs in the call's transaction on `rel` in `m`.
+  using PathBody =
+      std::function<schema::Status(MountFs& m, schema::Transaction& txn, const std::string& rel)>;
+  // The body of a call on a served file, in the call's transaction.
+  using FileBody = std::function<schema::Status(schema::Transaction& txn)>;
+  // After a successful commit: copies results to the tracee; returns the call's result.
+  using Done = std::function<long()>;
+
+ private:
+  MountHandler(mounts::MountTable table, std::vector<std::unique_ptr<MountFs>> mounts);
+
+  // What a thread's rewritten or observed call needs at its exit.
+  struct Pending {
+    enum class Kind {
+      kNone,
+      kRestore,      // only the registers to put back (a substitute path)
+      kPlaceholder,  // memfd_create in place of an open: the result becomes a shadow
+      kDup,          // dup, dup2, dup3, F_DUPFD: the new number gets old_fd's file (or none)
+      kCloseRange,
+      kRecvMsg,
+      kChdir,         // a host chdir or fchdir: the kernel's cwd changed
+      kVirtualChdir,  // chdir into a mount: the kernel went to the mount point; cwd becomes virtual
+      kExec,          // an exec of a materialised program: the copy is removed after
+    } kind = Kind::kNone;
+    SyscallRegs original;
+    std::shared_ptr<OpenFile> file;
+    int old_fd = -1;
+    int mount_index = -1;
+    schema::FileId dir_id = 0;
+    std::string dir_path;
+    std::string temp_path;
+  };
+
+  // --- mount_handler.cc
+  Decision Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t path_addr, int flags, mode_t mode,
+                int path_arg);
+  Decision OpenServed(Thread& t, SyscallRegs& call, Target& target, int flags, mode_t mode,
+                      int path_arg);
+  // Gives the tracee a placeholder descriptor for `file` as the result of its open call.
+  Decision InstallShadow(Thread& t, SyscallRegs& call, std::shared_ptr<ServedFile> file);
+  Decision Descriptors(Thread& t, SyscallRegs& call);  // dup*, close, close_range, fd passing
+  Decision Fcntl(Thread& t, SyscallRegs& call, ServedFile& f);
+  // Makes sure the address space has its shared region (a ptrace stop is needed).
+  bool EnsureRegion(Thread& t, SyscallRegs& call, Decision* restart);
+
+  // --- mount_resolve.cc
+  // Where `path` (read from the tracee) relative to `dirfd` leads. 0 or -errno.
+  int Resolve(Thread& t, int dirfd, const std::string& path, bool empty_ok, Target* out);
+  // openat2's RESOLVE_* restrictions on `path` (from `dirfd`), which leads into a mount as
+  // `target`. 0 or -errno.
+  int CheckResolveRules(Thread& t, int dirfd, const std::string& path, uint64_t resolve,
+                        const Target& target);
+  // The call goes to the kernel with `host_path` as path argument `arg`.
+  // A chdir given a substitute is still seen at its exit, where the kernel's cwd changed.
+  Decision Substitute(Thread& t, SyscallRegs& call, int arg, const std::string& host_path);
+  // Runs `body` on a served target, following a link or ".." that leaves the mount.
+  Decision RunOnTarget(Thread& t, SyscallRegs& call, Target& target, int arg, const PathBody& body,
+                       const Done& done);
+  Decision RunOnFile(ServedFile& f, const FileBody& body, const Done& done);
+  Decision Outcome(const CallOutcome& o, const Done& done);
+  Decision Chdir(Thread& t, SyscallRegs& call);
+  // Makes directory `id` (at `dir` in `m`) the thread's virtual cwd once the call succeeds.
+  Decision EnterVirtualDir(Thread& t, SyscallRegs& call, MountFs& m, schema::FileId id,
+                           const std::string& dir);
+  Decision Fchdir(Thread& t, SyscallRegs& call);
+  Decision Getcwd(Thread& t, SyscallRegs& call);
+  // The mount-relative path of a served directory now ("" when it has no name any more).
+  std::string DirPath(ServedFile& f);
+  std::string CwdPath(Thread& t);
+  const std::string& HostCwd(Thread& t);
+  int MountIndex(const MountFs* m) const;
+  MountFs* FsFor(const mounts::Mount* m);
+  // The mount-relative path of file `id` now ("" when it has no name), by its names.
+  std::string PathOfId(MountFs& m, schema::FileId id);
+
+  // --- mount_paths.cc
+  Decision PathCall(Thread& t, SyscallRegs& call);
+  Decision ServePath(Thread& t, SyscallRegs& call, Target* targets, int n, int* path_args);
+
+  // --- mount_data.cc
+  Decision ServeFd(Thread& t, SyscallRegs& call, ServedFile& f);
+
+  // --- mount_exec.cc
+  Decision Exec(Thread& t, SyscallRegs& call);
+  Decision Mmap(Thread& t, SyscallRegs& call, ServedFile& f);
+
+  // Credentials of the calling thread for the schema (file-system ids; `real` for access(2)).
+  schema::Cred CredOf(Thread& t, bool real = false);
+  mode_t UmaskOf(Thread& t);
+  std::shared_ptr<ServedFile> ServedOf(Thread& t, int fd);
+
+  mounts::MountTable mount_table_;
+  mounts::PathResolver resolver_;
+  std::vector<std::unique_ptr<MountFs>> mounts_;
+  host::CredCache creds_;
+  // Calls on host paths that must be substituted while the thread is not at a ptrace stop
+  // (a notified call cannot have its registers changed): performed by the monitor, as
+  // --emulate=host does.
+  host::HostHandler host_;
+  std::unordered_map<ino_t, std::weak_ptr<ServedFile>> by_ino_;
+  std::unordered_multimap<ino_t, std::shared_ptr<ServedFile>> in_flight_;
+  std::unordered_map<pid_t, Pending> pending_;
+};
+
+}  // namespace amino::monitor::service

@@ -1,0 +1,418 @@
+// Path arguments to targets (the kernel, a substitute host path, or a mount's schema); the
+// per-call transaction with escapes followed; the cwd, which is virtual inside a mount.
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
+
+#include "monitor/service/mount_handler.h"
+#include "monitor/shared_region.h"
+#include "monitor/tracee_memory.h"
+
+namespace amino::monitor::service {
+
+namespace {
+
+std::string ReadLink(const std::string& path) {
+  char buf[PATH_MAX];
+  ssize_t n = readlink(path.c_str(), buf, sizeof buf);
+  if (n <= 0 || n == static_cast<ssize_t>(sizeof buf)) return {};
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+// Register index of system-call argument `arg`.
+uint64_t* ArgRegister(SyscallRegs& call, int arg) {
+  switch (arg) {
+    case 0:
+      return reinterpret_cast<uint64_t*>(&call.regs.rdi);
+    case 1:
+      return reinterpret_cast<uint64_t*>(&call.regs.rsi);
+    case 2:
+      return reinterpret_cast<uint64_t*>(&call.regs.rdx);
+    case 3:
+      return reinterpret_cast<uint64_t*>(&call.regs.r10);
+    case 4:
+      return reinterpret_cast<uint64_t*>(&call.regs.r8);
+    default:
+      return reinterpret_cast<uint64_t*>(&call.regs.r9);
+  }
+}
+
+}  // namespace
+
+MountFs* MountHandler::FsFor(const mounts::Mount* m) {
+  for (auto& fs : mounts_) {
+    if (fs->mount == m) return fs.get();
+  }
+  return nullptr;
+}
+
+std::string MountHandler::PathOfId(MountFs& m, schema::FileId id) {
+  std::string path;
+  CallOutcome o = RunCall(m, [&](schema::Transaction& txn) {
+    auto names = m.fs->Names(txn, id);
+    if (!names.ok()) return names.status();
+    if (!names->empty()) path = names->front();
+    return schema::Status::Ok();
+  });
+  return o.status.ok() ? path : std::string();
+}
+
+std::string MountHandler::DirPath(ServedFile& f) {
+  if (f.path_generation != f.mfs->dir_generation) {
+    f.dir_path = PathOfId(*f.mfs, f.id);
+    f.path_generation = f.mfs->dir_generation;
+  }
+  return f.dir_path;
+}
+
+std::string MountHandler::CwdPath(Thread& t) {
+  FsContext& fs = *t.proc->fs;
+  MountFs& m = *mounts_[static_cast<size_t>(fs.cwd_mount)];
+  if (fs.cwd_generation != m.dir_generation) {
+    fs.cwd = PathOfId(m, fs.cwd_id);
+    fs.cwd_generation = m.dir_generation;
+  }
+  return fs.cwd;
+}
+
+const std::string& MountHandler::HostCwd(Thread& t) {
+  FsContext& fs = *t.proc->fs;
+  if (fs.host_cwd.empty()) fs.host_cwd = ReadLink("/proc/" + std::to_string(t.tid) + "/cwd");
+  return fs.host_cwd;
+}
+
+int MountHandler::Resolve(Thread& t, int dirfd, const std::string& path, bool empty_ok,
+                          Target* out) {
+  *out = Target();
+  std::string base_dir;  // keeps a host base alive for the PathBase view
+  std::string virtual_dir;
+  const mounts::Mount* virtual_mount = nullptr;
+  if (!path.empty() && path[0] == '/') {
+    base_dir = "/";
+  } else if (dirfd == AT_FDCWD) {
+    FsContext& fs = *t.proc->fs;
+    if (fs.cwd_mount >= 0) {
+      virtual_dir = CwdPath(t);
+      if (virtual_dir.empty()) return -ENOENT;  // the cwd was removed
+      virtual_mount = mounts_[static_cast<size_t>(fs.cwd_mount)]->mount;
+    } else {
+      base_dir = HostCwd(t);
+      if (base_dir.empty() || base_dir[0] != '/') return 0;  // unreachable cwd: the kernel's
+    }
+  } else if (auto f = ServedOf(t, dirfd)) {
+    if (path.empty() && empty_ok) {
+      out->kind = Target::Kind::kFile;
+      out->file = f;
+      out->mfs = f->mfs;
+      return 0;
+    }
+    if (path.empty()) return -ENOENT;
+    if (!f->is_dir()) return -ENOTDIR;
+    virtual_dir = DirPath(*f);
+    if (virtual_dir.empty()) return -ENOENT;  // removed while open
+    virtual_mount = f->mfs->mount;
+  } else if (auto h = host::ShadowOf(t, dirfd)) {
+    base_dir = ReadLink("/proc/self/fd/" + std::to_string(h->fd));
+    if (base_dir.empty() || base_dir[0] != '/') return 0;
+    // The kernel would be given the placeholder: the host file's path is the argument.
+    if (path.empty()) return 0;
+  } else {
+    if (dirfd < 0) return 0;  // the kernel reports EBADF
+    base_dir = ReadLink("/proc/" + std::to_string(t.tid) + "/fd/" + std::to_string(dirfd));
+    // Not a directory by name (a pipe, a socket, a removed directory): no mount below it.
+    if (base_dir.empty() || base_dir[0] != '/' || base_dir.ends_with(" (deleted)")) {
+      return 0;
+    }
+  }
+  mounts::PathBase base = virtual_mount ? mounts::PathBase::Virtual(*virtual_mount, virtual_dir)
+                                        : mounts::PathBase::Host(base_dir);
+  auto r = resolver_.Classify(base, path, empty_ok);
+  if (!r.ok()) return -r.status().error();
+  if (!r->check_path.empty()) {
+    // "x/../y": the lexical walk holds only if the kernel goes through x as it assumed.
+    struct stat seen, expected;
+    int err = 0;
+    std::string kernel_dir;
+    {
+      const host::Creds* c = creds_.Get(t.tid);
+      host::AsTracee as(c ? *c : host::Creds());
+      if (stat(r->check_path.c_str(), &seen) != 0) {
+        err = errno;
+      } else if (stat(r->check_expect.c_str(), &expected) != 0 || seen.st_dev != expected.st_dev ||
+                 seen.st_ino != expected.st_ino) {
+        host::ScopedFd dir(open(r->check_path.c_str(), O_PATH | O_CLOEXEC));
+        if (dir.get() < 0) {
+          err = errno;
+        } else {
+          kernel_dir = ReadLink("/proc/self/fd/" + std::to_string(dir.get()));
+        }
+      }
+    }
+    if (err) return -err;
+    if (!kernel_dir.empty()) {
+      auto again = resolver_.Recheck(*r, kernel_dir, path);
+      if (!again.ok()) return -again.status().error();
+      r = std::move(again);
+    }
+  }
+  out->trailing_slash = r->trailing_slash;
+  if (r->is_host()) {
+    out->kind = r->unchanged ? Target::Kind::kHost : Target::Kind::kSubstitute;
+    out->path = r->path;
+    return 0;
+  }
+  out->kind = Target::Kind::kServed;
+  out->mfs = FsFor(r->mount);
+  out->path = r->path;
+  return 0;
+}
+
+int MountHandler::CheckResolveRules(Thread& t, int dirfd, const std::string& path, uint64_t resolve,
+                                    const Target& target) {
+  // Nothing in a mount is in the kernel's dentry cache: the caller retries without it.
+  if (resolve & RESOLVE_CACHED) return -EAGAIN;
+  // Whether the walk starts inside the mount (a virtual directory, or a host directory at or
+  // below the mount point) or enters it from the host, crossing its mount point.
+  bool inside = path.size() && path[0] != '/' &&
+                ((dirfd == AT_FDCWD && t.proc->fs->cwd_mount >= 0) || ServedOf(t, dirfd));
+  if (!inside && path.size() && path[0] != '/' && !ServedOf(t, dirfd)) {
+    std::string base =
+        dirfd == AT_FDCWD
+            ? HostCwd(t)
+            : ReadLink("/proc/" + std::to_string(t.tid) + "/fd/" + std::to_string(dirfd));
+    inside = mount_table_.Find(base).has_value();
+  }
+  if ((resolve & RESOLVE_NO_XDEV) && !inside) return -EXDEV;
+  if (resolve & (RESOLVE_BENEATH | RESOLVE_IN_ROOT)) {
+    // Lexically: an absolute path, or a ".." above the starting directory, leaves it. (IN_ROOT
+    // would take both as relative to the directory; refused the same way here.)
+    if (path.empty() || path[0] == '/') return -EXDEV;
+    long depth = 0;
+    size_t at = 0;
+    while (at <= path.size()) {
+      size_t end = path.find('/', at);
+      if (end == std::string::npos) end = path.size();
+      std::string_view c(path.data() + at, end - at);
+      if (c == "..") {
+        if (--depth < 0) return -EXDEV;
+      } else if (!c.empty() && c != ".") {
+        ++depth;
+      }
+      at = end + 1;
+    }
+  }
+  if (resolve & (RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH | RESOLVE_IN_ROOT)) {
+    // NO_SYMLINKS: no symbolic link may be met; BENEATH and IN_ROOT: none that could lead
+    // out. Each component is looked at as the walk meets it.
+    const schema::Cred cred = CredOf(t);
+    int err = 0;
+    CallOutcome o = RunCall(*target.mfs, [&](schema::Transaction& txn) {
+      std::string prefix;
+      size_t at = 1;
+      while (at <= target.path.size()) {
+        size_t end = target.path.find('/', at);
+        if (end == std::string::npos) end = target.path.size();
+        std::string_view c(target.path.data() + at, end - at);
+        at = end + 1;
+        if (c.empty()) continue;
+        prefix += "/";
+        prefix += c;
+        if (c == "." || c == "..") continue;
+        auto st = target.mfs->fs->GetStat(txn, cred, prefix, false);
+        if (!st.ok()) break;  // the open reports it
+        if (!S_ISLNK(st->attr.mode)) continue;
+        if (resolve & RESOLVE_NO_SYMLINKS) {
+          err = ELOOP;
+          break;
+        }
+        // BENEATH, IN_ROOT: a link that cannot leave (relative, no "..") is followed.
+        auto link = target.mfs->fs->Readlink(txn, cred, prefix);
+        if (!link.ok() || link->empty() || (*link)[0] == '/' ||
+            link->find("..") != std::string::npos) {
+          err = EXDEV;
+          break;
+        }
+      }
+      return schema::Status::Ok();
+    });
+    if (o.kind == CallOutcome::Kind::kStorage) return -EIO;
+    if (err) return -err;
+  }
+  return 0;
+}
+
+Decision MountHandler::Substitute(Thread& t, SyscallRegs& call, int arg,
+                                  const std::string& host_path) {
+  Decision restart;
+  if (call.notified) {
+    // A notified call cannot be given other registers: the monitor performs it on the host
+    // (as --emulate=host does), reading the substitute from the shared region.
+    if (!t.proc->region) return Decision::Emulate(-ENOMEM);
+    uint64_t addr =
+        t.proc->region->Put(t.tid, 4096 * static_cast<size_t>(arg & 3), host_path + '\0');
+    if (!addr) return Decision::Emulate(-ENAMETOOLONG);
+    SyscallRegs with = call;
+    *ArgRegister(with, arg) = addr;
+    return host_.OnEntry(t, with);
+  }
+  if (!EnsureRegion(t, call, &restart)) return restart;
+  uint64_t addr = t.proc->region->Put(t.tid, 4096 * static_cast<size_t>(arg & 3), host_path + '\0');
+  if (!addr) return Decision::Emulate(-ENAMETOOLONG);
+  auto it = pending_.find(t.tid);
+  if (it == pending_.end() || it->second.kind != Pending::Kind::kRestore) {
+    Pending p;
+    p.kind = Pending::Kind::kRestore;
+    p.original = call;
+    pending_[t.tid] = std::move(p);
+  }
+  *ArgRegister(call, arg) = addr;
+  return Decision::ObserveExit();
+}
+
+Decision MountHandler::Outcome(const CallOutcome& o, const Done& done) {
+  switch (o.kind) {
+    case CallOutcome::Kind::kConflict:
+      return Decision::Park();
+    case CallOutcome::Kind::kStorage:
+      return Decision::Emulate(-EIO);
+    case CallOutcome::Kind::kDone:
+      break;
+  }
+  if (!o.status.ok()) return Decision::Emulate(-o.status.error());
+  return Decision::Emulate(done());
+}
+
+Decision MountHandler::RunOnTarget(Thread& t, SyscallRegs& call, Target& target, int arg,
+                                   const PathBody& body, const Done& done) {
+  for (int hops = 0;; ++hops) {
+    if (target.kind == Target::Kind::kHost) return Decision::Pass();
+    if (target.kind == Target::Kind::kSubstitute) return Substitute(t, call, arg, target.path);
+    if (target.kind != Target::Kind::kServed || !target.mfs) return Decision::Emulate(-EBADF);
+    MountFs& m = *target.mfs;
+    CallOutcome o = RunCall(m, [&](schema::Transaction& txn) { return body(m, txn, target.path); });
+    const bool escaped = o.kind == CallOutcome::Kind::kDone && !o.status.ok() &&
+                         o.status.error() == EXDEV && !o.status.escaped_path().empty();
+    if (!escaped) return Outcome(o, done);
+    // A link or ".." left the mount: the rest of the walk continues from there.
+    if (hops == mounts::kMaxEscapes) return Decision::Emulate(-ELOOP);
+    auto next = resolver_.ContinueOnHost(*m.mount, o.status.escaped_path());
+    if (!next.ok()) return Decision::Emulate(-next.status().error());
+    target.trailing_slash = next->trailing_slash;
+    target.path = next->path;
+    if (next->is_host()) {
+      target.kind = Target::Kind::kSubstitute;
+    } else {
+      target.mfs = FsFor(next->mount);
+    }
+  }
+}
+
+Decision MountHandler::RunOnFile(ServedFile& f, const FileBody& body, const Done& done) {
+  return Outcome(RunCall(*f.mfs, body), done);
+}
+
+Decision MountHandler::Chdir(Thread& t, SyscallRegs& call) {
+  std::string path;
+  if (int err = ReadString(*t.proc, call.arg(0), PATH_MAX, &path)) return Decision::Emulate(-err);
+  Target target;
+  if (int err = Resolve(t, AT_FDCWD, path, false, &target)) return Decision::Emulate(err);
+  if (target.kind == Target::Kind::kHost) {
+    Pending p;
+    p.kind = Pending::Kind::kChdir;
+    p.original = call;
+    pending_[t.tid] = std::move(p);
+    return Decision::ObserveExit();
+  }
+  const schema::Cred cred = CredOf(t);
+  schema::FileId id = 0;
+  std::string dir;
+  Decision d = RunOnTarget(
+      t, call, target, 0,
+      [&](MountFs& m, schema::Transaction& txn, const std::string& rel) {
+        auto st = m.fs->GetStat(txn, cred, rel);
+        if (!st.ok()) return st.status();
+        if (!S_ISDIR(st->attr.mode)) return schema::Status::Errno(ENOTDIR);
+        AMINO_RETURN_IF_ERROR(m.fs->Access(txn, cred, rel, X_OK));
+        id = st->ino;
+        auto names = m.fs->Names(txn, id);
+        if (!names.ok()) return names.status();
+        if (names->empty()) return schema::Status::Errno(ENOENT);
+        dir = names->front();
+        return schema::Status::Ok();
+      },
+      [] { return 0L; });
+  if (d.kind == Decision::Kind::kObserveExit) {
+    // The walk left the mount: the kernel changes directory with the substitute.
+    pending_[t.tid].kind = Pending::Kind::kChdir;
+    return d;
+  }
+  if (d.kind != Decision::Kind::kEmulate || d.result != 0) return d;
+  return EnterVirtualDir(t, call, *target.mfs, id, dir);
+}
+
+Decision MountHandler::EnterVirtualDir(Thread& t, SyscallRegs& call, MountFs& m, schema::FileId id,
+                                       const std::string& dir) {
+  // The kernel goes to the mount point's host directory (something real to hold, and where
+  // calls that are not trapped find the mount's host side); the cwd becomes virtual.
+  Decision restart;
+  if (!EnsureRegion(t, call, &restart)) return restart;
+  uint64_t addr = t.proc->region->Put(t.tid, 0, m.mount->host_point + '\0');
+  if (!addr) return Decision::Emulate(-ENAMETOOLONG);
+  Pending p;
+  p.kind = Pending::Kind::kVirtualChdir;
+  p.original = call;
+  p.mount_index = MountIndex(&m);
+  p.dir_id = id;
+  p.dir_path = dir;
+  pending_[t.tid] = std::move(p);
+  call.regs.orig_rax = SYS_chdir;
+  call.regs.rdi = addr;
+  return Decision::ObserveExit();
+}
+
+Decision MountHandler::Fchdir(Thread& t, SyscallRegs& call) {
+  const int fd = static_cast<int>(call.arg(0));
+  if (auto f = ServedOf(t, fd)) {
+    if (!f->is_dir()) return Decision::Emulate(-ENOTDIR);
+    const schema::Cred cred = CredOf(t);
+    std::string dir = DirPath(*f);
+    if (dir.empty()) return Decision::Emulate(-ENOENT);
+    Decision d = RunOnFile(
+        *f,
+        [&](schema::Transaction& txn) {
+          auto st = f->mfs->fs->FStat(txn, f->id);
+          if (!st.ok()) return st.status();
+          return f->mfs->fs->Access(txn, cred, dir, X_OK);
+        },
+        [] { return 0L; });
+    if (d.kind != Decision::Kind::kEmulate || d.result != 0) return d;
+    return EnterVirtualDir(t, call, *f->mfs, f->id, dir);
+  }
+  if (host::ShadowOf(t, fd)) return host_.OnEntry(t, call);
+  Pending p;
+  p.kind = Pending::Kind::kChdir;
+  p.original = call;
+  pending_[t.tid] = std::move(p);
+  return Decision::ObserveExit();
+}
+
+Decision MountHandler::Getcwd(Thread& t, SyscallRegs& call) {
+  FsContext& fs = *t.proc->fs;
+  if (fs.cwd_mount < 0) return Decision::Pass();
+  std::string dir = CwdPath(t);
+  if (dir.empty()) return Decision::Emulate(-ENOENT);
+  std::string path = mounts_[static_cast<size_t>(fs.cwd_mount)]->mount->HostPathOf(dir);
+  const size_t size = static_cast<size_t>(call.arg(1));
+  if (path.size() + 1 > PATH_MAX) return Decision::Emulate(-ENAMETOOLONG);
+  if (size < path.size() + 1) return Decision::Emulate(-ERANGE);
+  if (WriteMemory(*t.proc, call.arg(0), path.c_str(), path.size() + 1) != 0)
+    return Decision::Emulate(-EFAULT);
+  return Decision::Emulate(static_cast<long>(path.size() + 1));
+}
+
+}  // namespace amino::monitor::service

@@ -1,0 +1,50 @@
+// An open file description of a file in an Amino mount: what the tracee's shadow descriptor
+// stands for. Offsets, status flags and the directory cursor live here, shared by every
+// descriptor dup() or fork() made of it, as the kernel shares an open file description.
+#pragma once
+
+#include <fcntl.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+#include "monitor/process_table.h"
+#include "monitor/service/mount_fs.h"
+#include "schema/records.h"
+
+namespace amino::monitor::service {
+
+struct ServedFile : OpenFile {
+  MountFs* mfs = nullptr;
+  schema::FileId id = 0;
+  int flags = 0;    // open flags: access mode, O_APPEND, O_NONBLOCK, O_PATH, ... (F_GETFL)
+  mode_t type = 0;  // S_IFREG, S_IFDIR, S_IFLNK (O_PATH | O_NOFOLLOW), ...
+  uint64_t offset = 0;
+  // Directory stream: the name after which the next getdents continues, valid while `offset`
+  // equals `dir_offset` (offsets count entries, "." and ".." first; lseek elsewhere rescans).
+  std::string dir_after;
+  uint64_t dir_offset = 0;
+  // A directory's mount-relative path, as of the mount's directory generation `path_generation`
+  // (looked up again by id after a directory rename or removal).
+  std::string dir_path;
+  uint64_t path_generation = 0;
+  // The kernel object the tracee holds in its place (a memfd), to recognise it when passed on.
+  ino_t placeholder_ino = 0;
+  // The schema counts open descriptions (an unlinked file lives until the last is closed).
+  bool counted = false;
+
+  ServedFile() = default;
+  ServedFile(const ServedFile&) = delete;
+  ServedFile& operator=(const ServedFile&) = delete;
+  ~ServedFile() override;
+
+  int access_mode() const { return flags & O_ACCMODE; }
+  bool readable() const { return !(flags & O_PATH) && access_mode() != O_WRONLY; }
+  bool writable() const {
+    return !(flags & O_PATH) && (access_mode() == O_WRONLY || access_mode() == O_RDWR);
+  }
+  bool is_dir() const { return S_ISDIR(type); }
+};
+
+}  // namespace amino::monitor::service
