@@ -13,9 +13,14 @@ Modes (how the second run is made):
   host-notify    amino run --backend notify --emulate=host
   host-seccomp   amino run --backend seccomp --emulate=host
   host-ptrace    amino run --backend ptrace --emulate=host
-  mount:DBDIR    amino run --mount SCRATCH=FS: each run gets a fresh file system FS made with
-                 `amino mkfs` under DBDIR, mounted on the second scratch directory, checked with
-                 `amino fsck` afterwards; fs-specific details are left out (fuzz_ops --portable)
+  mount          amino run --mount SCRATCH=FS: each run gets a fresh file system FS (`amino
+                 mkfs`, then `amino import` of the empty scratch directory, so that its root has
+                 the same owner, mode and times), mounted on the second scratch directory; after
+                 the run `amino fsck FS` must find it consistent. Details only the same file
+                 system type reproduces are left out (fuzz_ops --portable)
+  mount-notify, mount-seccomp, mount-ptrace
+                 the same with --backend B (mount uses amino's default backend)
+  mount:DBDIR    as mount, with the file systems made under DBDIR (kept with --keep)
 
 --user runs fuzz_ops as an unprivileged user (uid and gid 65534, no groups) in scratch
 directories that user owns; under amino, amino itself stays root (the monitor must then act
@@ -48,12 +53,20 @@ MODE_FLAGS = {
     "host-seccomp": ["--backend", "seccomp", "--emulate=host"],
     "host-ptrace": ["--backend", "ptrace", "--emulate=host"],
 }
+# Modes on an Amino mount, and the options of `amino run` besides --mount.
+MOUNT_FLAGS = {
+    "mount": [],
+    "mount-notify": ["--backend", "notify"],
+    "mount-seccomp": ["--backend", "seccomp"],
+    "mount-ptrace": ["--backend", "ptrace"],
+}
 
 NOBODY = 65534
 AS_NOBODY = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
 ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin", "LC_ALL": "C",
        "TZ": "UTC"}
 RUN_TIMEOUT = 120.0  # one run of fuzz_ops, natively or under amino
+FSCK_MARK = "# amino fsck exited"  # the line that starts a failed check of a mount's database
 
 
 class Fatal(Exception):
@@ -121,21 +134,36 @@ class Fuzzer:
         self.keep = args.keep
         self.verbose = args.verbose
         self.mount_db = None
+        self.mount_flags = None
         self.runs = 0
-        if self.mode not in MODE_FLAGS and not self.mode.startswith("mount:"):
-            usage(f"unknown mode {self.mode!r}; modes: {', '.join(MODE_FLAGS)}, mount:DBDIR")
+        if (self.mode not in MODE_FLAGS and self.mode not in MOUNT_FLAGS and
+                not self.mode.startswith("mount:")):
+            usage(f"unknown mode {self.mode!r}; modes: {', '.join(MODE_FLAGS)}, "
+                  f"{', '.join(MOUNT_FLAGS)}, mount:DBDIR")
         if not self.program or not os.access(self.program, os.X_OK):
             raise Fatal("set AMINO_FUZZ_PROGRAM to the fuzz_ops binary")
         if self.mode.startswith("mount:"):
             self.mount_db = os.path.abspath(self.mode.split(":", 1)[1])
+            self.mount_flags = MOUNT_FLAGS["mount"]
+            self.check_mount_support()
+        elif self.mode in MOUNT_FLAGS:
+            self.mount_flags = MOUNT_FLAGS[self.mode]
             self.check_mount_support()
         if self.mode != "native" and (not self.amino or not os.access(self.amino, os.X_OK)):
             raise Fatal("set AMINO to the amino binary")
         if self.user and os.geteuid() != 0:
             raise Fatal("--user needs root (to give the scratch directories to uid 65534)")
-        self.portable = self.mount_db is not None
+        self.portable = self.mount_flags is not None
         self.root = tempfile.mkdtemp(prefix="amino-fuzz-")
         os.chmod(self.root, 0o755)
+        # HOME of every run: `amino run` makes its default mount there when no --mount is
+        # given (the pass-through modes), never in the real home directory.
+        home = os.path.join(self.root, "home")
+        os.mkdir(home)
+        self.env = dict(ENV, HOME=home)
+        if self.mount_flags is not None and self.mount_db is None:
+            self.mount_db = os.path.join(self.root, "fs")
+            os.mkdir(self.mount_db)
 
     def check_mount_support(self):
         if not self.amino or not os.access(self.amino, os.X_OK):
@@ -146,7 +174,8 @@ class Fuzzer:
             raise Fatal(f"{self.amino} run has no --mount option: mode {self.mode} needs Amino "
                         "mounts served by `amino run --mount MOUNTPOINT=DBDIR`, which this amino "
                         "does not offer yet")
-        os.makedirs(self.mount_db, exist_ok=True)
+        if self.mount_db is not None:
+            os.makedirs(self.mount_db, exist_ok=True)
 
     def cleanup(self):
         if self.keep:
@@ -167,7 +196,7 @@ class Fuzzer:
             timeout = max(1.0, min(timeout, left))
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, env=ENV, cwd=self.root,
+                                    stderr=subprocess.PIPE, env=self.env, cwd=self.root,
                                     start_new_session=True)
         except OSError as e:
             raise Fatal(f"{what}: cannot run {argv[0]}: {e}")
@@ -219,17 +248,19 @@ class Fuzzer:
             status, lines, err = self.execute(argv + self.program_args(seed, ops, only, b),
                                               f"{self.mode} run")
             return Side(status, lines, err, self.listing(b))
-        # An Amino mount: a fresh file system on the scratch directory.
+        # An Amino mount: a fresh file system on the scratch directory, its root a copy of the
+        # empty scratch directory (owner, mode, times), as the native side starts from.
         fs = tempfile.mkdtemp(prefix="fs-", dir=self.mount_db)
         self.must([self.amino, "mkfs", fs], "amino mkfs")
-        mount = [self.amino, "run", "--mount", f"{b}={fs}", "--"]
-        if self.user:
-            self.must(mount + ["chown", f"{NOBODY}:{NOBODY}", b], "chown of the mount root")
+        self.must([self.amino, "import", fs, b], "amino import")
+        mount = [self.amino, "run", *self.mount_flags, "--mount", f"{b}={fs}", "--"]
         status, lines, err = self.execute(mount + self.program_args(seed, ops, only, b),
                                           f"{self.mode} run")
+        # The schema's invariants must hold after any sequence: a violation is a mismatch of
+        # its own (after every operation line, so the operations compare first).
         fsck_status, fsck_out, fsck_err = self.execute([self.amino, "fsck", fs], "amino fsck")
         if fsck_status != 0:
-            lines = lines + [f"# amino fsck {fsck_status}"] + fsck_out
+            lines = lines + [f"{FSCK_MARK} {fsck_status}"] + fsck_out + fsck_err.splitlines()
         if not self.keep:
             shutil.rmtree(fs, ignore_errors=True)
         return Side(status, lines, err, None)
@@ -387,6 +418,8 @@ def line_mismatch(a, b, status, stderr):
     if b is None:
         text += f"\n    (amino side exit status {status}; stderr: {stderr.strip()[-500:]})"
     if not m:
+        if (b or "").startswith(FSCK_MARK):
+            return Mismatch(None, text, "amino fsck")
         tree = (a or b or "").startswith("tree ")
         return Mismatch(None, text, "tree" if tree else "output")
     sig = f"{m.group(2)} {outcome(a)}/{outcome(b)}"
@@ -433,7 +466,7 @@ def side_by_side(native, other):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mode", required=True, help="one of: " + ", ".join(MODE_FLAGS) +
-                        ", mount:DBDIR")
+                        ", " + ", ".join(MOUNT_FLAGS) + ", mount:DBDIR")
     parser.add_argument("--user", action="store_true", help="run fuzz_ops as uid/gid 65534")
     parser.add_argument("--seeds", default="10", help="N (1..N), A-B or A,B,C")
     parser.add_argument("--seed", type=int, help="this one seed (overrides --seeds)")

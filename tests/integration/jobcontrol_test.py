@@ -4,6 +4,7 @@ the same as when the program runs directly."""
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import time
@@ -22,8 +23,9 @@ class Terminal:
     def __init__(self, test, cwd, env):
         self.socket = f"amino-it-{os.getpid()}-{time.monotonic_ns()}"
         self.test = test
-        shell = ("env -i PATH=/usr/bin:/bin TERM=screen HOME=/nonexistent PS1='$ ' "
-                 "bash --norc --noprofile -i")
+        # The test's own HOME: `amino run` makes its default mount there.
+        shell = (f"env -i PATH=/usr/bin:/bin TERM=screen HOME={shlex.quote(env['HOME'])} "
+                 "PS1='$ ' bash --norc --noprofile -i")
         self.tmux("new-session", "-d", "-x", "100", "-y", "30", "-c", cwd, shell)
         test.addCleanup(self.tmux, "kill-server", check=False)
         self.wait_for_prompt(1)

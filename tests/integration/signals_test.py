@@ -6,7 +6,7 @@ import signal
 import time
 
 import ittest
-from ittest import alive, process_state, program, read_pidfile, wait_for
+from ittest import alive, exists, process_state, program, read_pidfile, touch, wait_for
 
 # Writes its pid, then becomes `sleep 30` (same pid).
 # Pid files hold numbers that differ from run to run.
@@ -47,9 +47,9 @@ class SignalsTest(ittest.ScenarioTest):
             os.kill(pid, signal.SIGSTOP)
             state = wait_for(lambda: process_state(pid) in ("T", "t"), 5)
             self.assertTrue(state, f"{mode}: pid {pid} not stopped: {process_state(pid)}")
-            open(os.path.join(scratch, "go"), "w").close()
+            touch(os.path.join(scratch, "go"))
             time.sleep(0.5)
-            self.assertFalse(os.path.exists(os.path.join(scratch, "out")),
+            self.assertFalse(exists(os.path.join(scratch, "out")),
                              f"{mode}: the stopped command ran on")
             self.assertIn(process_state(pid), ("T", "t"), f"{mode}: no longer stopped")
             self.assertIsNone(proc.poll(), f"{mode}: returned while the command was stopped")
