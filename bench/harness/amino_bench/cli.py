@@ -256,8 +256,10 @@ def run_one(args, res, state, results, features, srcs, w, c, rep, work, logs, lo
     fill = {}
     try:
         if c.fs == "amino":
+            # The database needs room beyond the files: its region files (~70 MiB), log files
+            # of 16 MiB until a checkpoint removes them, and 64 KiB data pages.
             dbfs = fs.LoopFs(res, os.path.join(work, "db.img"), os.path.join(work, "dbfs"),
-                             "ext2", size)
+                             "ext2", 2 * size + 256 * MIB)
             state["backings"].add(dbfs.backing)
             made.append(dbfs)
             dbfs.create()

@@ -49,12 +49,15 @@ CONFIGS = [
            durable=True, paper="VANSYNC"),
     Config("STRACE", "ext3, the workload under strace -cf", "as VANILLA", tracer="strace",
            requires=("strace",), paper="STRACE"),
-    Config("AMINOTRACE", "ext3, the workload under amino run (default backend)", "as VANILLA",
-           tracer="amino", paper="AMINOTRACE"),
+    # Tracing alone: every call goes to the kernel (the default, --emulate=amino, would also
+    # classify each path against the mount table).
+    Config("AMINOTRACE", "ext3, the workload under amino run --emulate=none (default backend)",
+           "as VANILLA", tracer="amino", amino_options=("--emulate=none",),
+           requires=("emulate:none",), paper="AMINOTRACE"),
 ] + [
-    Config("AMINOTRACE+" + b, "ext3, amino run --backend " + b, "as VANILLA", tracer="amino",
-           amino_options=("--backend", b), requires=("backend:" + b,), backend=b,
-           paper="AMINOTRACE")
+    Config("AMINOTRACE+" + b, "ext3, amino run --emulate=none --backend " + b, "as VANILLA",
+           tracer="amino", amino_options=("--backend", b, "--emulate=none"),
+           requires=("backend:" + b, "emulate:none"), backend=b, paper="AMINOTRACE")
     for b in BACKENDS
 ] + [
     Config("AMINONULL", "ext3, every file call performed by the monitor (--emulate=host)",
@@ -94,7 +97,8 @@ class Features:
 
 
 def probe(amino, libamino=None):
-    """Feature names: "amino", "strace", "mount", "durability:<mode>", "libamino"."""
+    """Feature names: "amino", "strace", "emulate:none", "mount", "durability:<mode>",
+    "libamino"."""
     have, why = set(), {}
     help_text = ""
     if amino and os.access(amino, os.X_OK):
@@ -122,6 +126,11 @@ def probe(amino, libamino=None):
         have.add("strace")
     else:
         why["strace"] = "strace is not installed"
+    m = re.search(r"--emulate\b([^\n]*(\n\s{20,}[^\n]*)*)", help_text)
+    if m and re.search(r"\bnone\b", m.group(1)):
+        have.add("emulate:none")
+    else:
+        why["emulate:none"] = "amino run --emulate does not offer 'none' (tracing only)"
     if re.search(r"--mount\b", help_text):
         have.add("mount")
     else:
