@@ -260,7 +260,6 @@ Decision MountHandler::Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t pa
 
 Decision MountHandler::OpenServed(Thread& t, SyscallRegs& call, Target& target, int flags,
                                   mode_t mode, int path_arg) {
-  if ((flags & O_TMPFILE) == O_TMPFILE) return Decision::Emulate(-EOPNOTSUPP);
   Decision restart;
   if (!call.notified && !EnsureRegion(t, call, &restart)) return restart;
   auto file = std::make_shared<ServedFile>();
@@ -269,6 +268,14 @@ Decision MountHandler::OpenServed(Thread& t, SyscallRegs& call, Target& target, 
   file->flags = flags & ~(O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_CLOEXEC);
   PathBody body = [&](MountFs& m, schema::Transaction& txn, const std::string& rel) {
     file->mfs = &m;
+    if ((flags & O_TMPFILE) == O_TMPFILE) {
+      // Not supported in a mount; the directory's own errors come first, as in the kernel.
+      auto st = m.fs->GetStat(txn, cred, rel);
+      if (!st.ok()) return st.status();
+      if (!S_ISDIR(st->attr.mode)) return schema::Status::Errno(ENOTDIR);
+      AMINO_RETURN_IF_ERROR(m.fs->Access(txn, cred, rel, W_OK | X_OK));
+      return schema::Status::Errno(EOPNOTSUPP);
+    }
     if (flags & O_PATH) {
       auto st = m.fs->GetStat(txn, cred, rel, !(flags & O_NOFOLLOW));
       if (!st.ok()) return st.status();
@@ -280,6 +287,9 @@ Decision MountHandler::OpenServed(Thread& t, SyscallRegs& call, Target& target, 
     auto r = m.fs->Open(txn, cred, rel, flags, final_mode);
     if (!r.ok()) return r.status();
     file->id = r->id;
+    if (auto names = m.fs->Names(txn, r->id); names.ok() && !names->empty()) {
+      file->opened_name = names->front();
+    }
     file->type = r->stat.attr.mode & S_IFMT;
     file->counted = true;
     if (!S_ISREG(file->type) && !S_ISDIR(file->type)) {
@@ -297,7 +307,6 @@ Decision MountHandler::OpenServed(Thread& t, SyscallRegs& call, Target& target, 
     file->counted = false;  // the transaction that counted the open was aborted
     return d;
   }
-  if (file->flags & O_APPEND && S_ISREG(file->type)) file->offset = 0;
   return InstallShadow(t, call, std::move(file));
 }
 

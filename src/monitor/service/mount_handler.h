@@ -15,6 +15,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -113,6 +114,9 @@ class MountHandler : public CallHandler {
   // `target`. 0 or -errno.
   int CheckResolveRules(Thread& t, int dirfd, const std::string& path, uint64_t resolve,
                         const Target& target);
+  // What readlink of `path` gives when it names a served descriptor's link in /proc
+  // (/proc/PID/fd/N, /proc/self/fd/N, /dev/fd/N): the file's host-side name. nullopt otherwise.
+  std::optional<std::string> ServedFdLink(Thread& t, const std::string& path);
   // The call goes to the kernel with `host_path` as path argument `arg`.
   // A chdir given a substitute is still seen at its exit, where the kernel's cwd changed.
   Decision Substitute(Thread& t, SyscallRegs& call, int arg, const std::string& host_path);

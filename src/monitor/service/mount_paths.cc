@@ -411,6 +411,17 @@ Decision MountHandler::PathCall(Thread& t, SyscallRegs& call) {
     }
     args[i] = paths[i].arg;
   }
+  // The link of a served descriptor in /proc names the file, not its placeholder.
+  if ((nr == SYS_readlink || nr == SYS_readlinkat) && targets[0].kind == Target::Kind::kHost) {
+    if (std::optional<std::string> link = ServedFdLink(t, paths[0].path)) {
+      const bool at = nr == SYS_readlinkat;
+      const size_t size = static_cast<size_t>(static_cast<int>(at ? call.arg(3) : call.arg(2)));
+      const size_t len = std::min(size, link->size());
+      if (WriteMemory(*t.proc, at ? call.arg(2) : call.arg(1), link->data(), len) != 0)
+        return Decision::Emulate(-EFAULT);
+      return Decision::Emulate(static_cast<long>(len));
+    }
+  }
   // readlinkat of an empty path names the directory itself, which is no link.
   if ((nr == SYS_readlink || nr == SYS_readlinkat) && paths[0].path.empty() &&
       targets[0].kind == Target::Kind::kServed) {

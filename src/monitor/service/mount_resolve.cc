@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <string>
 
@@ -170,6 +171,58 @@ int MountHandler::Resolve(Thread& t, int dirfd, const std::string& path, bool em
   out->mfs = FsFor(r->mount);
   out->path = r->path;
   return 0;
+}
+
+std::optional<std::string> MountHandler::ServedFdLink(Thread& t, const std::string& path) {
+  // /proc/self/fd/N, /proc/thread-self/fd/N, /proc/PID[/task/TID]/fd/N, /dev/fd/N.
+  auto number = [&](size_t at, size_t* end) -> long {
+    size_t e = at;
+    while (e < path.size() && isdigit(static_cast<unsigned char>(path[e]))) ++e;
+    if (e == at || e - at > 9) return -1;
+    *end = e;
+    return std::stol(path.substr(at, e - at));
+  };
+  Process* owner = nullptr;
+  size_t at = 0, end = 0;
+  if (path.starts_with("/dev/fd/")) {
+    owner = t.proc.get();
+    at = 8;
+  } else if (path.starts_with("/proc/")) {
+    at = 6;
+    if (path.compare(at, 5, "self/") == 0) {
+      owner = t.proc.get();
+      at += 5;
+    } else if (path.compare(at, 12, "thread-self/") == 0) {
+      owner = t.proc.get();
+      at += 12;
+    } else {
+      long pid = number(at, &end);
+      if (pid <= 0 || end >= path.size() || path[end] != '/') return std::nullopt;
+      Thread* other = table_ ? table_->Find(static_cast<pid_t>(pid)) : nullptr;
+      if (!other || !other->proc) return std::nullopt;
+      owner = other->proc.get();
+      at = end + 1;
+      if (path.compare(at, 5, "task/") == 0) {
+        if (number(at + 5, &end) <= 0 || end >= path.size() || path[end] != '/') {
+          return std::nullopt;
+        }
+        at = end + 1;
+      }
+    }
+    if (path.compare(at, 3, "fd/") != 0) return std::nullopt;
+    at += 3;
+  } else {
+    return std::nullopt;
+  }
+  long fd = number(at, &end);
+  if (fd < 0 || end != path.size()) return std::nullopt;
+  auto it = owner->fds->files.find(static_cast<int>(fd));
+  if (it == owner->fds->files.end()) return std::nullopt;
+  auto f = std::dynamic_pointer_cast<ServedFile>(it->second);
+  if (!f) return std::nullopt;
+  std::string now = PathOfId(*f->mfs, f->id);
+  if (!now.empty()) return f->mfs->mount->HostPathOf(now);
+  return f->mfs->mount->HostPathOf(f->opened_name.empty() ? "/" : f->opened_name) + " (deleted)";
 }
 
 int MountHandler::CheckResolveRules(Thread& t, int dirfd, const std::string& path, uint64_t resolve,

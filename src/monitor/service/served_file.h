@@ -29,6 +29,9 @@ struct ServedFile : OpenFile {
   // (looked up again by id after a directory rename or removal).
   std::string dir_path;
   uint64_t path_generation = 0;
+  // Its mount-relative name when opened: what /proc/PID/fd shows, with " (deleted)", once it
+  // has no name left.
+  std::string opened_name;
   // The kernel object the tracee holds in its place (a memfd), to recognise it when passed on.
   ino_t placeholder_ino = 0;
   // The schema counts open descriptions (an unlinked file lives until the last is closed).
