@@ -19,8 +19,7 @@ std::vector<std::string>& CommandWords() {
 int SplitRunCommand(int argc, char** argv) {
   if (argc < 2 || std::string(argv[1]) != "run") return argc;
   // Options of `amino run` that take a separate value.
-  static const char* kValued[] = {"--backend", "--emulate", "--mount", "--config",
-                                  "--durability"};
+  static const char* kValued[] = {"--backend", "--emulate", "--mount", "--config", "--durability"};
   for (int i = 2; i < argc; ++i) {
     std::string w = argv[i];
     if (w == "--") {

@@ -19,8 +19,8 @@ struct RunOptions {
   // (perform every file call itself on the host: AMINONULL), "none" (pass every call through:
   // AMINOTRACE).
   std::string emulate = "amino";
-  std::vector<std::string> mounts;  // --mount MOUNTPOINT=DBDIR
-  std::string config;               // --config FILE
+  std::vector<std::string> mounts;   // --mount MOUNTPOINT=DBDIR
+  std::string config;                // --config FILE
   std::string durability = "async";  // --durability async|sync
 };
 
