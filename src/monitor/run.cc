@@ -1,7 +1,6 @@
 #include "monitor/run.h"
 
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -35,13 +34,8 @@ std::unique_ptr<CallHandler> MakeMountHandler(const RunOptions& options) {
     std::fprintf(stderr, "amino run: %s\n", prepared.error().c_str());
     return nullptr;
   }
-  // What was created on first use is told to a person at a terminal; a script's stderr
-  // stays the command's own.
-  if (isatty(STDERR_FILENO)) {
-    for (const std::string& action : prepared->actions) {
-      std::fprintf(stderr, "amino run: %s\n", action.c_str());
-    }
-  }
+  // What was created on first use is not reported: the command's terminal and stderr are its
+  // own (`amino mounts` shows the table, README says what the default creates).
   auto handler =
       service::MountHandler::Create(std::move(prepared->table), options.durability == "sync");
   if (!handler.ok()) {
