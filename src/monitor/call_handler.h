@@ -65,6 +65,12 @@ class CallHandler {
   virtual void SetListener(ptrace_ext::NotifyListener* listener) { listener_ = listener; }
 
  protected:
+  // Makes sure the thread's address space has its shared region (shared_region.h), created by
+  // calls injected at a ptrace stop. True when it exists; otherwise *restart says how the call
+  // goes on: made again once the region is there, or failed with ENOMEM (always for a notified
+  // call, which cannot have calls injected).
+  bool EnsureRegion(Thread& t, SyscallRegs& call, Decision* restart);
+
   ProcessTable* table_ = nullptr;
   ptrace_ext::NotifyListener* listener_ = nullptr;
   std::function<void(pid_t, int)> exit_sink_ = [](pid_t, int) {};

@@ -75,23 +75,6 @@ bool HostHandler::NeedsStop(long nr) const {
   }
 }
 
-bool HostHandler::EnsureRegion(Thread& t, SyscallRegs& call, Decision* restart) {
-  if (t.proc->region) return true;
-  RemoteSyscalls rs(t.tid, call, false, exit_sink_, listener_);
-  int err = 0;
-  t.proc->region = SharedRegion::Create(t, rs, &err);
-  if (!t.proc->region) {
-    // Without a region the call cannot be served: it fails as the kernel would fail for lack
-    // of memory.
-    rs.ReturnFromCall(-ENOMEM);
-    *restart = Decision::Restart(rs.pending_signal());
-    return false;
-  }
-  rs.Finish();
-  *restart = Decision::Restart(rs.pending_signal());
-  return false;
-}
-
 Decision HostHandler::OnEntry(Thread& t, SyscallRegs& call) {
   if (!umask_cleared_) {
     // The tracee's umask is applied to each emulated creation; the monitor's must not add to

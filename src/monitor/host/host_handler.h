@@ -51,8 +51,6 @@ class HostHandler : public CallHandler {
   Decision Fchdir(Thread& t, SyscallRegs& call);
   Decision DataCall(Thread& t, SyscallRegs& call, HostFile& f);
   Decision PathCall(Thread& t, SyscallRegs& call);
-  // Makes sure the address space has its shared region; kRestart when it had to be created.
-  bool EnsureRegion(Thread& t, SyscallRegs& call, Decision* restart);
   const Creds& CredsOf(Thread& t);
 
   // Descriptors passed in SCM_RIGHTS messages: found again by the placeholder's inode. A sent

@@ -94,25 +94,6 @@ int MountHandler::MountIndex(const MountFs* m) const {
   return -1;
 }
 
-bool MountHandler::EnsureRegion(Thread& t, SyscallRegs& call, Decision* restart) {
-  if (t.proc->region) return true;
-  if (call.notified) {
-    *restart = Decision::Emulate(-ENOMEM);
-    return false;
-  }
-  RemoteSyscalls rs(t.tid, call, false, exit_sink_, listener_);
-  int err = 0;
-  t.proc->region = SharedRegion::Create(t, rs, &err);
-  if (!t.proc->region) {
-    rs.ReturnFromCall(-ENOMEM);
-    *restart = Decision::Restart(rs.pending_signal());
-    return false;
-  }
-  rs.Finish();
-  *restart = Decision::Restart(rs.pending_signal());
-  return false;
-}
-
 Decision MountHandler::OnEntry(Thread& t, SyscallRegs& call) {
   const long nr = call.nr();
   // Calls on host shadows (made by host_ for notified substitutes) stay with it, as does its

@@ -104,8 +104,6 @@ class MountHandler : public CallHandler {
   Decision InstallShadow(Thread& t, SyscallRegs& call, std::shared_ptr<ServedFile> file);
   Decision Descriptors(Thread& t, SyscallRegs& call);  // dup*, close, close_range, fd passing
   Decision Fcntl(Thread& t, SyscallRegs& call, ServedFile& f);
-  // Makes sure the address space has its shared region (a ptrace stop is needed).
-  bool EnsureRegion(Thread& t, SyscallRegs& call, Decision* restart);
 
   // --- mount_resolve.cc
   // Where `path` (read from the tracee) relative to `dirfd` leads. 0 or -errno.
