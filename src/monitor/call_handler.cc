@@ -13,18 +13,18 @@ bool CallHandler::EnsureRegion(Thread& t, SyscallRegs& call, Decision* restart) 
     *restart = Decision::Emulate(-ENOMEM);
     return false;
   }
-  RemoteSyscalls rs(t.tid, call, false, exit_sink_, listener_);
+  RemoteSyscalls rs(t, call, false, exit_sink_, listener_);
   int err = 0;
   t.proc->region = SharedRegion::Create(t, rs, &err);
   if (!t.proc->region) {
     // Without a region the call cannot be served: it fails as the kernel would fail for lack
     // of memory.
     rs.ReturnFromCall(-ENOMEM);
-    *restart = Decision::Restart(rs.pending_signal());
+    *restart = Decision::Restart();
     return false;
   }
   rs.Finish();
-  *restart = Decision::Restart(rs.pending_signal());
+  *restart = Decision::Restart();
   return false;
 }
 

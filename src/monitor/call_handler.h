@@ -23,14 +23,13 @@ struct Decision {
   };
   Kind kind = Kind::kPass;
   long result = 0;
-  int signal = 0;  // kRestart: a signal that arrived meanwhile, to deliver on resumption
 
   static Decision Pass() { return {}; }
-  static Decision Emulate(long result) { return {Kind::kEmulate, result, 0}; }
-  static Decision ObserveExit() { return {Kind::kObserveExit, 0, 0}; }
-  static Decision Restart(int signal) { return {Kind::kRestart, 0, signal}; }
-  static Decision Park() { return {Kind::kPark, 0, 0}; }
-  static Decision Replied() { return {Kind::kReplied, 0, 0}; }
+  static Decision Emulate(long result) { return {Kind::kEmulate, result}; }
+  static Decision ObserveExit() { return {Kind::kObserveExit, 0}; }
+  static Decision Restart() { return {Kind::kRestart, 0}; }
+  static Decision Park() { return {Kind::kPark, 0}; }
+  static Decision Replied() { return {Kind::kReplied, 0}; }
 };
 
 class CallHandler {

@@ -3,12 +3,14 @@
 // objects shared exactly as clone() shares them (CLONE_FILES, CLONE_FS).
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace amino::monitor {
 
@@ -63,6 +65,9 @@ struct Thread {
   long interrupted_nr = -1;     // a parked call given way to a signal: restarted at its exit
   unsigned long stop_data = 0;  // the filter's data at the last seccomp stop
   unsigned long long pending_args[6] = {};
+  // Signals that arrived while the monitor ran calls in this thread, raised again for it
+  // afterwards: their original siginfo, restored at their delivery stop.
+  std::vector<siginfo_t> reraised;
 };
 
 class ProcessTable {

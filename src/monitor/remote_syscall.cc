@@ -3,7 +3,9 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 
@@ -17,14 +19,25 @@ namespace {
 constexpr uint64_t kSyscallInsnLen = 2;  // `syscall` (0f 05) and `int $0x80` (cd 80)
 }
 
-RemoteSyscalls::RemoteSyscalls(pid_t tid, const SyscallRegs& saved, bool stopped_at_exit,
+RemoteSyscalls::RemoteSyscalls(Thread& t, const SyscallRegs& saved, bool stopped_at_exit,
                                std::function<void(pid_t, int)> on_exit_status,
                                ptrace_ext::NotifyListener* listener)
-    : tid_(tid),
+    : thread_(t),
+      tid_(t.tid),
       saved_(saved),
       at_exit_(stopped_at_exit),
       on_exit_status_(std::move(on_exit_status)),
       listener_(listener && listener->valid() ? listener : nullptr) {}
+
+RemoteSyscalls::~RemoteSyscalls() {
+  if (!alive_) return;
+  // The tracee is stopped: the signals stay pending until it runs again. A signal sent to the
+  // process is raised for this thread, which had taken it.
+  for (const siginfo_t& info : held_) {
+    if (syscall(SYS_tgkill, thread_.proc ? thread_.proc->tgid : tid_, tid_, info.si_signo) == 0)
+      thread_.reraised.push_back(info);
+  }
+}
 
 pid_t RemoteSyscalls::WaitForStop(int* status) {
   for (;;) {
@@ -75,7 +88,10 @@ bool RemoteSyscalls::WaitForExitStop() {
     }
     if (event == PTRACE_EVENT_SECCOMP) continue;  // an injected call the filter traps
     if (event == 0 && sig != SIGTRAP) {
-      pending_signal_ = sig;  // delivered by the tracer when the tracee resumes
+      // A signal-delivery-stop: resuming without it suppresses it until it is raised again.
+      siginfo_t info{};
+      if (Ptrace(PTRACE_GETSIGINFO, tid_, 0, &info) != 0) info.si_signo = sig;
+      held_.push_back(info);
     }
   }
 }

@@ -311,6 +311,7 @@ void Tracer::HandleStop(pid_t tid, int status) {
         Resume(*t);
         return;
       }
+      RestoreSignalInfo(*t, sig);
       Resume(*t, sig);  // signal-delivery-stop: deliver it
       return;
     default:
@@ -472,7 +473,7 @@ void Tracer::Dispatch(Thread& t, SyscallRegs& call, bool seccomp) {
       // The call runs again from its instruction: its next stop is a fresh entry.
       t.want_exit_stop = false;
       t.in_syscall = false;
-      Resume(t, d.signal);
+      Resume(t);
       return;
     case Decision::Kind::kPark:
       t.parked_seccomp = seccomp;
@@ -545,6 +546,17 @@ void Tracer::OnExec(pid_t tid) {
   t.in_syscall = options_.backend == Backend::kPtrace;  // the exec's exit stop follows
   handler_.OnExec(t);
   Resume(t);
+}
+
+void Tracer::RestoreSignalInfo(Thread& t, int sig) {
+  // A signal the monitor raised again (it arrived during calls the monitor ran in the thread)
+  // is delivered with the siginfo it first came with: its sender, not the monitor.
+  for (auto it = t.reraised.begin(); it != t.reraised.end(); ++it) {
+    if (it->si_signo != sig) continue;
+    Ptrace(PTRACE_SETSIGINFO, t.tid, 0, &*it);
+    t.reraised.erase(it);
+    return;
+  }
 }
 
 void Tracer::OnGroupStop(Thread& t, int sig) {

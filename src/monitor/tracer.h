@@ -45,6 +45,7 @@ class Tracer {
   void OnNewTask(Thread& parent, int event);
   void OnExec(pid_t tid);
   void OnGroupStop(Thread& t, int sig);
+  void RestoreSignalInfo(Thread& t, int sig);
   void Resume(Thread& t, int sig = 0);
   void ForwardPendingSignals();
   void Dispatch(Thread& t, SyscallRegs& call, bool seccomp);

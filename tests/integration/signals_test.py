@@ -60,6 +60,11 @@ class SignalsTest(ittest.ScenarioTest):
     def test_handlers_interrupt_read_and_nanosleep(self):
         self.check([program("interrupt")], volatile=PIDFILES, expect_status=0)
 
+    def test_queued_signals_during_mappings_keep_order_and_origin(self):
+        # Signals that arrive while the monitor runs calls of its own in the tracee (mmap of a
+        # file it serves) are held, then delivered in order with their sender's siginfo.
+        self.check([program("queued_signals")], expect_status=0)
+
     def test_sigterm_to_amino_reaches_command(self):
         # Natively the signal goes to the command itself; under amino to `amino run`.
         def during(mode, scratch, proc):

@@ -429,7 +429,7 @@ Decision HostHandler::Mmap(Thread& t, SyscallRegs& call) {
   if (!EnsureRegion(t, call, &restart)) return restart;
   uint64_t addr = t.proc->region->Put(t.tid, 0, path + '\0');
   if (!addr) return Decision::Emulate(-ENOMEM);
-  RemoteSyscalls rs(t.tid, call, false, exit_sink_, listener_);
+  RemoteSyscalls rs(t, call, false, exit_sink_, listener_);
   long real = rs.Call(SYS_openat, static_cast<uint64_t>(AT_FDCWD), addr,
                       static_cast<uint64_t>(acc | (fl & O_NOATIME) | O_CLOEXEC), 0);
   if (real == -EPERM && (fl & O_NOATIME)) {
@@ -439,7 +439,7 @@ Decision HostHandler::Mmap(Thread& t, SyscallRegs& call) {
   }
   if (real < 0) {
     rs.ReturnFromCall(real == -ENOENT ? -ENODEV : real);
-    return Decision::Restart(rs.pending_signal());
+    return Decision::Restart();
   }
   SyscallRegs with = call;
   with.regs.r8 = static_cast<uint64_t>(real);
@@ -448,7 +448,7 @@ Decision HostHandler::Mmap(Thread& t, SyscallRegs& call) {
   p.kind = Pending::Kind::kMmapClose;
   p.temp_fd = static_cast<int>(real);
   pending_[t.tid] = std::move(p);
-  return Decision::Restart(rs.pending_signal());
+  return Decision::Restart();
 }
 
 Decision HostHandler::Fchdir(Thread& t, SyscallRegs& call) {
@@ -517,7 +517,7 @@ void HostHandler::OnExit(Thread& t, SyscallRegs& call) {
       if (r == 0) ApplyCloseRange(t, p.original, [](OpenFile&) {});
       break;
     case Pending::Kind::kMmapClose: {
-      RemoteSyscalls rs(t.tid, call, true, exit_sink_, listener_);
+      RemoteSyscalls rs(t, call, true, exit_sink_, listener_);
       rs.Call(SYS_close, static_cast<uint64_t>(p.temp_fd));
       rs.Restore();
       return;  // registers are the mmap's own

@@ -636,7 +636,7 @@ Decision MountHandler::Mmap(Thread& t, SyscallRegs& call, ServedFile& f) {
   constexpr int kKept = MAP_FIXED | MAP_FIXED_NOREPLACE | MAP_32BIT | MAP_NORESERVE | MAP_POPULATE |
                         MAP_LOCKED | MAP_NONBLOCK | MAP_STACK;
   const int fill_prot = data.empty() ? prot : (prot | PROT_READ | PROT_WRITE);
-  RemoteSyscalls rs(t.tid, call, false, exit_sink_, listener_);
+  RemoteSyscalls rs(t, call, false, exit_sink_, listener_);
   const long mapped = rs.Call(SYS_mmap, addr, len, static_cast<uint64_t>(fill_prot),
                               static_cast<uint64_t>(MAP_PRIVATE | MAP_ANONYMOUS | (flags & kKept)),
                               static_cast<uint64_t>(-1), 0);
@@ -652,7 +652,7 @@ Decision MountHandler::Mmap(Thread& t, SyscallRegs& call, ServedFile& f) {
     if (result != mapped) rs.Call(SYS_munmap, at, plen);
   }
   rs.ReturnFromCall(result);
-  return Decision::Restart(rs.pending_signal());
+  return Decision::Restart();
 }
 
 }  // namespace amino::monitor::service
