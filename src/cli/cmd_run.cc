@@ -19,7 +19,8 @@ std::vector<std::string>& CommandWords() {
 int SplitRunCommand(int argc, char** argv) {
   if (argc < 2 || std::string(argv[1]) != "run") return argc;
   // Options of `amino run` that take a separate value.
-  static const char* kValued[] = {"--backend", "--emulate", "--mount", "--config", "--durability"};
+  static const char* kValued[] = {"--backend", "--emulate",    "--mount",
+                                  "--config",  "--durability", "--lock-timeout"};
   for (int i = 2; i < argc; ++i) {
     std::string w = argv[i];
     if (w == "--") {
@@ -72,7 +73,13 @@ Runner AddRun(CLI::App& app) {
       ->type_name("FILE");
   cmd->add_option("--durability", o->durability,
                   "async: a commit reaches the OS (survives a crash of the monitor); sync: "
-                  "every commit is flushed to the disk (survives a machine crash)")
+                  "every commit is flushed to the disk (survives a machine crash); commit: "
+                  "only application commits (libamino, 'amino txn') are flushed")
+      ->capture_default_str();
+  cmd->add_option("--lock-timeout", o->lock_timeout,
+                  "An application transaction whose call waits longer than this for a lock is "
+                  "aborted (its calls and commit then fail with EDEADLK)")
+      ->type_name("SECONDS")
       ->capture_default_str();
   cmd->footer("The command follows the options, after an optional '--': amino run -- CMD ARGS...");
   return [o, trace] {

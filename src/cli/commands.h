@@ -22,5 +22,6 @@ Runner AddRun(CLI::App& app);
 int SplitRunCommand(int argc, char** argv);
 Runner AddDoctor(CLI::App& app);
 Runner AddMounts(CLI::App& app);
+Runner AddTxn(CLI::App& app);
 
 }  // namespace amino::cli

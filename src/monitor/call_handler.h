@@ -53,6 +53,10 @@ class CallHandler {
   virtual void OnExec(Thread& t) { (void)t; }
   // A task ended (its process ended too when t.tid is the process's id).
   virtual void OnTaskExit(Thread& t) { (void)t; }
+  // A task was created by `parent` (`thread`: in its thread group, with CLONE_THREAD).
+  virtual void OnNewTask(Thread& parent, Thread& child, bool thread) {
+    (void)parent, (void)child, (void)thread;
+  }
   // Extra calls the filter must trap for this handler.
   virtual std::vector<long> ExtraTrapped() const { return {}; }
   // Where a handler that injects calls reports a tracee that died meanwhile.

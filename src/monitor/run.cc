@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <memory>
 
@@ -36,8 +37,12 @@ std::unique_ptr<CallHandler> MakeMountHandler(const RunOptions& options) {
   }
   // What was created on first use is not reported: the command's terminal and stderr are its
   // own (`amino mounts` shows the table, README says what the default creates).
-  auto handler =
-      service::MountHandler::Create(std::move(prepared->table), options.durability == "sync");
+  service::ServiceOptions service;
+  service.sync = options.durability == "sync";
+  service.flush_user_commits = options.durability == "sync" || options.durability == "commit";
+  service.lock_timeout =
+      std::chrono::milliseconds(static_cast<long long>(options.lock_timeout * 1000));
+  auto handler = service::MountHandler::Create(std::move(prepared->table), service);
   if (!handler.ok()) {
     std::fprintf(stderr, "amino run: cannot open a mount: %s\n",
                  handler.status().message().c_str());
@@ -96,9 +101,14 @@ int Run(const RunOptions& options) {
                  options.emulate.c_str());
     return 2;
   }
-  if (options.durability != "async" && options.durability != "sync") {
-    std::fprintf(stderr, "amino run: unknown --durability value '%s' (async, sync)\n",
+  if (options.durability != "async" && options.durability != "sync" &&
+      options.durability != "commit") {
+    std::fprintf(stderr, "amino run: unknown --durability value '%s' (async, sync, commit)\n",
                  options.durability.c_str());
+    return 2;
+  }
+  if (!(options.lock_timeout > 0 && options.lock_timeout <= 86400)) {
+    std::fprintf(stderr, "amino run: --lock-timeout must be between 0 and 86400 seconds\n");
     return 2;
   }
   if (options.emulate != "amino" && (!options.mounts.empty() || !options.config.empty())) {

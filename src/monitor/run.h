@@ -21,7 +21,8 @@ struct RunOptions {
   std::string emulate = "amino";
   std::vector<std::string> mounts;   // --mount MOUNTPOINT=DBDIR
   std::string config;                // --config FILE
-  std::string durability = "async";  // --durability async|sync
+  std::string durability = "async";  // --durability async|sync|commit
+  double lock_timeout = 10;          // --lock-timeout SECONDS (application transactions)
 };
 
 // Runs the command to completion; returns `amino run`'s exit status. Usage errors are reported

@@ -531,7 +531,9 @@ void Tracer::OnNewTask(Thread& parent, int event) {
   unsigned long child_tid = 0;
   Ptrace(PTRACE_GETEVENTMSG, parent.tid, 0, &child_tid);
   const pid_t tid = static_cast<pid_t>(child_tid);
-  Thread& child = table_.AddChild(parent, tid, CloneFlags(parent, event));
+  const unsigned long flags = CloneFlags(parent, event);
+  Thread& child = table_.AddChild(parent, tid, flags);
+  handler_.OnNewTask(parent, child, (flags & CLONE_THREAD) != 0);
   if (child.state == Thread::State::kEarlyStop) {
     child.state = Thread::State::kRunning;
     Resume(child);

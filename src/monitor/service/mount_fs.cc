@@ -37,8 +37,37 @@ schema::Result<std::vector<std::unique_ptr<MountFs>>> OpenMountFileSystems(
   return out;
 }
 
+namespace {
+const CallerTxn* g_caller = nullptr;
+
+CallOutcome Classify(MountFs& m, schema::Status status) {
+  CallOutcome out;
+  out.status = std::move(status);
+  if (out.status.is_conflict()) {
+    out.kind = CallOutcome::Kind::kConflict;
+  } else if (out.status.is_storage()) {
+    out.kind = CallOutcome::Kind::kStorage;
+    std::fprintf(stderr, "amino: %s: %s\n", m.mount->point.c_str(), out.status.message().c_str());
+  }
+  return out;
+}
+}  // namespace
+
+void SetCallerTxn(const CallerTxn* caller) { g_caller = caller; }
+
 CallOutcome RunCall(MountFs& m, const std::function<schema::Status(schema::Transaction&)>& body,
                     schema::Transaction* parent) {
+  if (!parent && g_caller && *g_caller) {
+    auto p = (*g_caller)(m);
+    if (!p.ok()) return Classify(m, p.status());
+    parent = *p;
+  }
+  return RunCallAlone(m, body, parent);
+}
+
+CallOutcome RunCallAlone(MountFs& m,
+                         const std::function<schema::Status(schema::Transaction&)>& body,
+                         schema::Transaction* parent) {
   schema::TxnOptions options;
   options.durability = m.durability;
   options.nowait = true;
@@ -54,13 +83,30 @@ CallOutcome RunCall(MountFs& m, const std::function<schema::Status(schema::Trans
       (void)txn->Abort();
     }
   }
-  if (out.status.is_conflict()) {
-    out.kind = CallOutcome::Kind::kConflict;
-  } else if (out.status.is_storage()) {
-    out.kind = CallOutcome::Kind::kStorage;
-    std::fprintf(stderr, "amino: %s: %s\n", m.mount->point.c_str(), out.status.message().c_str());
+  return Classify(m, std::move(out.status));
+}
+
+void CloseDeferred(MountFs& m, bool wait) {
+  std::vector<schema::FileId> ids;
+  ids.swap(m.deferred_closes);
+  for (schema::FileId id : ids) {
+    schema::Status st;
+    if (wait) {
+      st = m.fs->Run(nullptr, {m.durability, false},
+                     [&](schema::Transaction& t) { return m.fs->Close(t, id); });
+    } else {
+      CallOutcome o = RunCallAlone(m, [&](schema::Transaction& t) { return m.fs->Close(t, id); });
+      if (o.kind == CallOutcome::Kind::kConflict) {
+        m.deferred_closes.push_back(id);
+        continue;
+      }
+      st = o.status;
+    }
+    if (!st.ok()) {
+      std::fprintf(stderr, "amino: %s: closing file %llu: %s\n", m.mount->point.c_str(),
+                   static_cast<unsigned long long>(id), st.message().c_str());
+    }
   }
-  return out;
 }
 
 schema::Status FlushLog(MountFs& m) {

@@ -26,6 +26,9 @@ struct MountFs {
   // Bumped by every rename or removal of a directory: virtual cwds and directory descriptors
   // remember their path with the value it had, and look the path up again by file id after.
   uint64_t dir_generation = 1;
+  // Files whose last description was closed while a transaction held their record: closed in
+  // the schema once it ends (CloseDeferred).
+  std::vector<schema::FileId> deferred_closes;
 };
 
 // Every mount of `table` opened (running recovery where a previous user died). `sync`: every
@@ -44,9 +47,23 @@ struct CallOutcome {
   schema::Status status;
 };
 
-// Runs `body` in a per-call transaction on `m` (a child of `parent` when given).
+// The application transaction of the thread whose call is being served: per-call transactions
+// become children of it. Set by the handler for the duration of one call (null: none).
+using CallerTxn = std::function<schema::Result<schema::Transaction*>(MountFs&)>;
+void SetCallerTxn(const CallerTxn* caller);
+
+// Runs `body` in a per-call transaction on `m`: a child of `parent` when given, else of the
+// caller's application transaction, if any (its errors are the call's: a doomed transaction,
+// another mount).
 CallOutcome RunCall(MountFs& m, const std::function<schema::Status(schema::Transaction&)>& body,
                     schema::Transaction* parent = nullptr);
+// As RunCall, but never inside the caller's transaction (work that belongs to no one call).
+CallOutcome RunCallAlone(MountFs& m,
+                         const std::function<schema::Status(schema::Transaction&)>& body,
+                         schema::Transaction* parent = nullptr);
+
+// Closes in the schema the files whose close had to wait. `wait`: for locks too (at the end).
+void CloseDeferred(MountFs& m, bool wait);
 
 // Makes every commit so far on `m` durable (fsync and friends).
 schema::Status FlushLog(MountFs& m);

@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 
+#include "amino/amino.h"
 #include "monitor/calls/validate.h"
 #include "monitor/remote_syscall.h"
 #include "monitor/service/file_locks.h"
@@ -26,15 +27,19 @@
 namespace amino::monitor::service {
 
 schema::Result<std::unique_ptr<MountHandler>> MountHandler::Create(mounts::MountTable table,
-                                                                   bool sync) {
-  auto opened = OpenMountFileSystems(table, sync);
+                                                                   const ServiceOptions& options) {
+  auto opened = OpenMountFileSystems(table, options.sync);
   if (!opened.ok()) return opened.status();
   return std::unique_ptr<MountHandler>(
-      new MountHandler(std::move(table), std::move(opened).value()));
+      new MountHandler(std::move(table), std::move(opened).value(), options));
 }
 
-MountHandler::MountHandler(mounts::MountTable table, std::vector<std::unique_ptr<MountFs>> mounts)
-    : mount_table_(std::move(table)), resolver_(mount_table_), mounts_(std::move(mounts)) {
+MountHandler::MountHandler(mounts::MountTable table, std::vector<std::unique_ptr<MountFs>> mounts,
+                           const ServiceOptions& options)
+    : mount_table_(std::move(table)),
+      resolver_(mount_table_),
+      mounts_(std::move(mounts)),
+      txns_(options.flush_user_commits, options.lock_timeout) {
   // The file systems were opened on the table before it moved: point them at its new home.
   for (size_t i = 0; i < mounts_.size(); ++i) mounts_[i]->mount = &mount_table_.mounts()[i];
 }
@@ -54,7 +59,11 @@ void MountHandler::SetListener(ptrace_ext::NotifyListener* listener) {
   CallHandler::SetListener(listener);
 }
 
-std::vector<long> MountHandler::ExtraTrapped() const { return host_.ExtraTrapped(); }
+std::vector<long> MountHandler::ExtraTrapped() const {
+  std::vector<long> nrs = host_.ExtraTrapped();
+  for (long i = 0; i < AMINO_SYS_COUNT; ++i) nrs.push_back(AMINO_SYS_BASE + i);
+  return nrs;
+}
 
 bool MountHandler::NeedsStop(long nr) const {
   switch (nr) {
@@ -94,7 +103,7 @@ int MountHandler::MountIndex(const MountFs* m) const {
   return -1;
 }
 
-Decision MountHandler::OnEntry(Thread& t, SyscallRegs& call) {
+Decision MountHandler::Serve(Thread& t, SyscallRegs& call) {
   const long nr = call.nr();
   // Calls on host shadows (made by host_ for notified substitutes) stay with it, as does its
   // re-run of an mmap on a real descriptor.
@@ -288,6 +297,7 @@ Decision MountHandler::OpenServed(Thread& t, SyscallRegs& call, Target& target, 
     file->counted = false;  // the transaction that counted the open was aborted
     return d;
   }
+  txns_.NoteOpened(t.tid, file);  // inside an application transaction: undone if it aborts
   return InstallShadow(t, call, std::move(file));
 }
 
@@ -558,6 +568,8 @@ void MountHandler::OnTaskExit(Thread& t) {
   host_.OnTaskExit(t);
   pending_.erase(t.tid);
   if (t.tid == t.proc->tgid) ReleaseProcessLocks(t.tid, nullptr);
+  txns_.OnTaskExit(t.tid);  // detaches: a transaction no one holds any more is aborted
+  CloseDeferred();
 }
 
 void MountHandler::OnExec(Thread& t) {

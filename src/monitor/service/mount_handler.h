@@ -13,6 +13,7 @@
 
 #include <sys/stat.h>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -27,6 +28,7 @@
 #include "monitor/mounts/path_resolver.h"
 #include "monitor/service/mount_fs.h"
 #include "monitor/service/served_file.h"
+#include "monitor/service/user_txn.h"
 #include "schema/cred.h"
 
 namespace amino::monitor::service {
@@ -46,15 +48,25 @@ struct Target {
   bool trailing_slash = false;
 };
 
+// How transactions end (amino run --durability, --lock-timeout).
+struct ServiceOptions {
+  bool sync = false;                // every top-level commit is flushed (sync)
+  bool flush_user_commits = false;  // application commits are flushed (sync, commit)
+  std::chrono::milliseconds lock_timeout{10000};
+};
+
 class MountHandler : public CallHandler {
  public:
-  // `mounts`: the prepared table (mount_prepare.h). `sync`: --durability sync.
-  static schema::Result<std::unique_ptr<MountHandler>> Create(mounts::MountTable table, bool sync);
+  // `mounts`: the prepared table (mount_prepare.h).
+  static schema::Result<std::unique_ptr<MountHandler>> Create(mounts::MountTable table,
+                                                              const ServiceOptions& options);
+  ~MountHandler() override;
 
   Decision OnEntry(Thread& t, SyscallRegs& call) override;
   void OnExit(Thread& t, SyscallRegs& call) override;
   void OnExec(Thread& t) override;
   void OnTaskExit(Thread& t) override;
+  void OnNewTask(Thread& parent, Thread& child, bool thread) override;
   std::vector<long> ExtraTrapped() const override;
   bool NeedsStop(long nr) const override;
   bool Emulates() const override { return true; }
@@ -71,7 +83,17 @@ class MountHandler : public CallHandler {
   using Done = std::function<long()>;
 
  private:
-  MountHandler(mounts::MountTable table, std::vector<std::unique_ptr<MountFs>> mounts);
+  MountHandler(mounts::MountTable table, std::vector<std::unique_ptr<MountFs>> mounts,
+               const ServiceOptions& options);
+
+  // --- mount_txn.cc
+  // libamino's pseudo-calls (include/amino/amino.h).
+  Decision TxnCall(Thread& t, SyscallRegs& call);
+  // A serviced call lost a lock conflict: it waits (parked), or fails when its application
+  // transaction had to be aborted.
+  Decision Conflict();
+  // Closes that waited for a transaction to end.
+  void CloseDeferred();
 
   // What a thread's rewritten or observed call needs at its exit.
   struct Pending {
@@ -96,6 +118,8 @@ class MountHandler : public CallHandler {
   };
 
   // --- mount_handler.cc
+  // OnEntry for a file call, inside the caller's application transaction.
+  Decision Serve(Thread& t, SyscallRegs& call);
   Decision Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t path_addr, int flags, mode_t mode,
                 int path_arg);
   Decision OpenServed(Thread& t, SyscallRegs& call, Target& target, int flags, mode_t mode,
@@ -165,6 +189,9 @@ class MountHandler : public CallHandler {
   std::unordered_map<ino_t, std::weak_ptr<ServedFile>> by_ino_;
   std::unordered_multimap<ino_t, std::shared_ptr<ServedFile>> in_flight_;
   std::unordered_map<pid_t, Pending> pending_;
+  // Declared after the mounts: transactions end before the file systems close.
+  TxnManager txns_;
+  pid_t caller_ = 0;  // the thread whose call is being served
 };
 
 }  // namespace amino::monitor::service

@@ -406,7 +406,7 @@ Decision MountHandler::PathCall(Thread& t, SyscallRegs& call) {
     if (err) {
       // The first path of a rename or link is looked up before the second is read.
       const int first = i == 1 ? pair_error(0) : 0;
-      if (first < 0) return Decision::Park();
+      if (first < 0) return Conflict();
       return Decision::Emulate(-(first ? first : err));
     }
     args[i] = paths[i].arg;
@@ -449,7 +449,7 @@ Decision MountHandler::PathCall(Thread& t, SyscallRegs& call) {
       // Linux looks both names up before it compares their file systems.
       for (int i = 0; i < 2; ++i) {
         const int err = pair_error(i);
-        if (err < 0) return Decision::Park();
+        if (err < 0) return Conflict();
         if (err) return Decision::Emulate(-err);
       }
       return Decision::Emulate(-EXDEV);
@@ -821,7 +821,7 @@ Decision MountHandler::ServePath(Thread& t, SyscallRegs& call, Target* targets, 
         if (!st.ok() && st.status().error() == EXDEV) out = st.status().escaped_path();
         return Status::Ok();
       });
-      if (o.kind == CallOutcome::Kind::kConflict) return Decision::Park();
+      if (o.kind == CallOutcome::Kind::kConflict) return Conflict();
       if (out.empty()) break;  // the directory is in the mount
       out += "/" + std::string(schema::BaseName(path)) + (x.trailing_slash ? "/" : "");
       auto next = resolver_.ContinueOnHost(*x.mfs->mount, out);

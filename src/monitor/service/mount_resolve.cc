@@ -330,7 +330,7 @@ Decision MountHandler::Substitute(Thread& t, SyscallRegs& call, int arg,
 Decision MountHandler::Outcome(const CallOutcome& o, const Done& done) {
   switch (o.kind) {
     case CallOutcome::Kind::kConflict:
-      return Decision::Park();
+      return Conflict();
     case CallOutcome::Kind::kStorage:
       return Decision::Emulate(-EIO);
     case CallOutcome::Kind::kDone:

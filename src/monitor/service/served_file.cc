@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "monitor/service/file_locks.h"
+#include "monitor/service/user_txn.h"
 
 namespace amino::monitor::service {
 
@@ -10,13 +11,18 @@ ServedFile::~ServedFile() {
   // flock and OFD locks belong to the open file description, which ends here.
   ReleaseDescriptionLocks(this);
   if (!counted || !mfs) return;
-  // The last descriptor is gone: the schema frees an unlinked file's data now. Close waits for
-  // locks (it must happen), which only another session's short per-call transaction can hold.
-  schema::Status st = mfs->fs->Run(nullptr, {mfs->durability, false},
-                                   [&](schema::Transaction& t) { return mfs->fs->Close(t, id); });
-  if (!st.ok()) {
+  // The last descriptor is gone: the schema frees an unlinked file's data now. Opened in a
+  // transaction still open, it is closed inside it (an abort undoes both). Otherwise on its
+  // own; when a transaction holds the file's record, once that one ends.
+  schema::Transaction* parent = nullptr;
+  if (auto txn = opened_in.lock(); txn && txn->txn) parent = txn->txn.get();
+  CallOutcome o = RunCallAlone(
+      *mfs, [&](schema::Transaction& t) { return mfs->fs->Close(t, id); }, parent);
+  if (o.kind == CallOutcome::Kind::kConflict) {
+    mfs->deferred_closes.push_back(id);
+  } else if (o.kind == CallOutcome::Kind::kDone && !o.status.ok()) {
     std::fprintf(stderr, "amino: %s: closing file %llu: %s\n", mfs->mount->point.c_str(),
-                 static_cast<unsigned long long>(id), st.message().c_str());
+                 static_cast<unsigned long long>(id), o.status.message().c_str());
   }
 }
 

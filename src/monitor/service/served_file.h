@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "monitor/process_table.h"
@@ -14,6 +15,8 @@
 #include "schema/records.h"
 
 namespace amino::monitor::service {
+
+struct UserTxn;
 
 struct ServedFile : OpenFile {
   MountFs* mfs = nullptr;
@@ -36,6 +39,8 @@ struct ServedFile : OpenFile {
   ino_t placeholder_ino = 0;
   // The schema counts open descriptions (an unlinked file lives until the last is closed).
   bool counted = false;
+  // The open application transaction that took the count (its close runs inside it).
+  std::weak_ptr<UserTxn> opened_in;
 
   ServedFile() = default;
   ServedFile(const ServedFile&) = delete;

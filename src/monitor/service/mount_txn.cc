@@ -1,0 +1,104 @@
+// MountHandler and application transactions: libamino's pseudo-calls, and every file call
+// served inside the caller's current transaction (user_txn.h).
+#include <cerrno>
+
+#include "amino/amino.h"
+#include "monitor/service/mount_handler.h"
+
+namespace amino::monitor::service {
+
+MountHandler::~MountHandler() {
+  // Open transactions are aborted first (their descriptions' counts undone), then the closes
+  // they held back are done, waiting for locks now that no one else can take them.
+  txns_ = TxnManager(false, {});
+  for (auto& m : mounts_) service::CloseDeferred(*m, true);
+}
+
+Decision MountHandler::OnEntry(Thread& t, SyscallRegs& call) {
+  const long nr = call.nr();
+  if (nr >= AMINO_SYS_BASE && nr < AMINO_SYS_BASE + AMINO_SYS_COUNT) return TxnCall(t, call);
+  for (auto& m : mounts_) {
+    if (!m->deferred_closes.empty()) service::CloseDeferred(*m, false);
+  }
+  if (txns_.Current(t.tid) == 0) return Serve(t, call);
+  // Per-call transactions of this call become children of the thread's transaction.
+  const CallerTxn caller = [&](MountFs& m) { return txns_.ParentFor(t.tid, m); };
+  SetCallerTxn(&caller);
+  caller_ = t.tid;
+  Decision d = Serve(t, call);
+  SetCallerTxn(nullptr);
+  caller_ = 0;
+  if (d.kind != Decision::Kind::kPark) txns_.OnProgress(t.tid);
+  return d;
+}
+
+Decision MountHandler::Conflict() {
+  if (caller_ && txns_.OnConflict(caller_)) return Decision::Emulate(-AMINO_EABORTED);
+  return Decision::Park();
+}
+
+void MountHandler::CloseDeferred() {
+  for (auto& m : mounts_) {
+    if (!m->deferred_closes.empty()) service::CloseDeferred(*m, false);
+  }
+}
+
+void MountHandler::OnNewTask(Thread& parent, Thread& child, bool thread) {
+  txns_.OnNewTask(parent.tid, child.tid, thread);
+}
+
+Decision MountHandler::TxnCall(Thread& t, SyscallRegs& call) {
+  const long op = call.nr() - AMINO_SYS_BASE;
+  // BEGIN, COMMIT, ABORT, CURRENT and DEPTH may act for the caller's parent process (`amino
+  // txn` in a shell script): its main thread, which must be traced too.
+  pid_t target = t.tid;
+  const bool targeted = call.nr() == AMINO_SYS_BEGIN || call.nr() == AMINO_SYS_COMMIT ||
+                        call.nr() == AMINO_SYS_ABORT || call.nr() == AMINO_SYS_CURRENT ||
+                        call.nr() == AMINO_SYS_DEPTH;
+  if (targeted && call.arg(0) == AMINO_TARGET_PARENT) {
+    target = t.proc->parent_tgid;
+    if (!table_ || target <= 0 || !table_->Find(target)) return Decision::Emulate(-ESRCH);
+  } else if (targeted && call.arg(0) != AMINO_TARGET_SELF) {
+    return Decision::Emulate(-EINVAL);
+  }
+  const uid_t euid = CredOf(t).uid;
+  long r;
+  switch (op) {
+    case 0:
+      r = AMINO_PROBE_ANSWER;
+      break;
+    case 1:
+      r = txns_.Begin(target, euid);
+      break;
+    case 2:
+      r = txns_.Commit(target);
+      CloseDeferred();
+      break;
+    case 3:
+      r = txns_.Abort(target);
+      CloseDeferred();
+      break;
+    case 4:
+      r = txns_.Attach(t.tid, euid, call.arg(0));
+      break;
+    case 5:
+      r = txns_.Detach(t.tid);
+      CloseDeferred();
+      break;
+    case 6:
+      r = txns_.Suspend(t.tid);
+      break;
+    case 7:
+      r = txns_.Current(target);
+      break;
+    case 8:
+      r = txns_.Depth(target);
+      break;
+    default:
+      r = -ENOSYS;
+      break;
+  }
+  return Decision::Emulate(r);
+}
+
+}  // namespace amino::monitor::service
