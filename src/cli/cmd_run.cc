@@ -74,7 +74,10 @@ Runner AddRun(CLI::App& app) {
   cmd->add_option("--durability", o->durability,
                   "async: a commit reaches the OS (survives a crash of the monitor); sync: "
                   "every commit is flushed to the disk (survives a machine crash); commit: "
-                  "only application commits (libamino, 'amino txn') are flushed")
+                  "only application commits (libamino, 'amino txn') are flushed; external: commits "
+                  "are flushed before any output that could depend on them leaves the command "
+                  "(to a terminal, pipe, socket, host file, another process), so no one outside "
+                  "can tell it from sync")
       ->capture_default_str();
   cmd->add_option("--lock-timeout", o->lock_timeout,
                   "An application transaction whose call waits longer than this for a lock is "

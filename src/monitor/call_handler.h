@@ -53,6 +53,9 @@ class CallHandler {
   virtual void OnExec(Thread& t) { (void)t; }
   // A task ended (its process ended too when t.tid is the process's id).
   virtual void OnTaskExit(Thread& t) { (void)t; }
+  // The traced tree has ended, before `amino run` reports its status (or dies of the same
+  // signal): whatever must be settled before anyone outside can see the end.
+  virtual void Finish() {}
   // A task was created by `parent` (`thread`: in its thread group, with CLONE_THREAD).
   virtual void OnNewTask(Thread& parent, Thread& child, bool thread) {
     (void)parent, (void)child, (void)thread;

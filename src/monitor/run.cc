@@ -40,6 +40,7 @@ std::unique_ptr<CallHandler> MakeMountHandler(const RunOptions& options) {
   service::ServiceOptions service;
   service.sync = options.durability == "sync";
   service.flush_user_commits = options.durability == "sync" || options.durability == "commit";
+  service.external = options.durability == "external";
   service.lock_timeout =
       std::chrono::milliseconds(static_cast<long long>(options.lock_timeout * 1000));
   auto handler = service::MountHandler::Create(std::move(prepared->table), service);
@@ -102,8 +103,9 @@ int Run(const RunOptions& options) {
     return 2;
   }
   if (options.durability != "async" && options.durability != "sync" &&
-      options.durability != "commit") {
-    std::fprintf(stderr, "amino run: unknown --durability value '%s' (async, sync, commit)\n",
+      options.durability != "commit" && options.durability != "external") {
+    std::fprintf(stderr,
+                 "amino run: unknown --durability value '%s' (async, sync, commit, external)\n",
                  options.durability.c_str());
     return 2;
   }

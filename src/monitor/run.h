@@ -21,7 +21,7 @@ struct RunOptions {
   std::string emulate = "amino";
   std::vector<std::string> mounts;   // --mount MOUNTPOINT=DBDIR
   std::string config;                // --config FILE
-  std::string durability = "async";  // --durability async|sync|commit
+  std::string durability = "async";  // --durability async|sync|commit|external
   double lock_timeout = 10;          // --lock-timeout SECONDS (application transactions)
 };
 

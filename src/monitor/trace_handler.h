@@ -19,6 +19,10 @@ class TraceHandler : public CallHandler {
   void OnExit(Thread& t, SyscallRegs& call) override;
   void OnExec(Thread& t) override { inner_->OnExec(t); }
   void OnTaskExit(Thread& t) override { inner_->OnTaskExit(t); }
+  void OnNewTask(Thread& parent, Thread& child, bool thread) override {
+    inner_->OnNewTask(parent, child, thread);
+  }
+  void Finish() override { inner_->Finish(); }
   std::vector<long> ExtraTrapped() const override { return inner_->ExtraTrapped(); }
   // Every call's result is printed, so every call stops at its exit.
   bool NeedsStop(long) const override { return true; }

@@ -171,6 +171,7 @@ int Tracer::Run() {
   } else {
     WaitLoop();
   }
+  handler_.Finish();
   if (options_.stats) {
     std::string backend = ptrace_ext::BackendName(options_.backend);
     if (options_.backend == Backend::kNotify) {

@@ -39,6 +39,7 @@ schema::Result<std::vector<std::unique_ptr<MountFs>>> OpenMountFileSystems(
 
 namespace {
 const CallerTxn* g_caller = nullptr;
+uint64_t g_calls_run = 0;
 
 CallOutcome Classify(MountFs& m, schema::Status status) {
   CallOutcome out;
@@ -55,6 +56,8 @@ CallOutcome Classify(MountFs& m, schema::Status status) {
 
 void SetCallerTxn(const CallerTxn* caller) { g_caller = caller; }
 
+uint64_t CallsRun() { return g_calls_run; }
+
 CallOutcome RunCall(MountFs& m, const std::function<schema::Status(schema::Transaction&)>& body,
                     schema::Transaction* parent) {
   if (!parent && g_caller && *g_caller) {
@@ -68,6 +71,7 @@ CallOutcome RunCall(MountFs& m, const std::function<schema::Status(schema::Trans
 CallOutcome RunCallAlone(MountFs& m,
                          const std::function<schema::Status(schema::Transaction&)>& body,
                          schema::Transaction* parent) {
+  ++g_calls_run;
   schema::TxnOptions options;
   options.durability = m.durability;
   options.nowait = true;

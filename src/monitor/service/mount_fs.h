@@ -51,6 +51,9 @@ struct CallOutcome {
 // become children of it. Set by the handler for the duration of one call (null: none).
 using CallerTxn = std::function<schema::Result<schema::Transaction*>(MountFs&)>;
 void SetCallerTxn(const CallerTxn* caller);
+// How many per-call transactions have run so far (to tell a served call from one the kernel
+// or the host emulation performed).
+uint64_t CallsRun();
 
 // Runs `body` in a per-call transaction on `m`: a child of `parent` when given, else of the
 // caller's application transaction, if any (its errors are the call's: a doomed transaction,

@@ -18,6 +18,7 @@
 #include "amino/amino.h"
 #include "monitor/calls/validate.h"
 #include "monitor/remote_syscall.h"
+#include "monitor/service/external_sync.h"
 #include "monitor/service/file_locks.h"
 #include "monitor/shadow_fds.h"
 #include "monitor/shared_region.h"
@@ -39,7 +40,8 @@ MountHandler::MountHandler(mounts::MountTable table, std::vector<std::unique_ptr
     : mount_table_(std::move(table)),
       resolver_(mount_table_),
       mounts_(std::move(mounts)),
-      txns_(options.flush_user_commits, options.lock_timeout) {
+      txns_(options.flush_user_commits, options.lock_timeout),
+      external_(options.external) {
   // The file systems were opened on the table before it moved: point them at its new home.
   for (size_t i = 0; i < mounts_.size(); ++i) mounts_[i]->mount = &mount_table_.mounts()[i];
 }
@@ -62,6 +64,9 @@ void MountHandler::SetListener(ptrace_ext::NotifyListener* listener) {
 std::vector<long> MountHandler::ExtraTrapped() const {
   std::vector<long> nrs = host_.ExtraTrapped();
   for (long i = 0; i < AMINO_SYS_COUNT; ++i) nrs.push_back(AMINO_SYS_BASE + i);
+  if (external_) {
+    for (long nr : OutputCalls()) nrs.push_back(nr);
+  }
   return nrs;
 }
 
@@ -73,6 +78,13 @@ bool MountHandler::NeedsStop(long nr) const {
     case SYS_fchdir:
       return true;
     default:
+      // Signals are sent by the command's first process before the monitor takes the
+      // notification listener: they stop for the tracer instead (they are rare).
+      if (external_) {
+        for (long out : OutputCalls()) {
+          if (out == nr) return true;
+        }
+      }
       return host_.NeedsStop(nr);
   }
 }

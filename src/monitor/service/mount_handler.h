@@ -52,6 +52,7 @@ struct Target {
 struct ServiceOptions {
   bool sync = false;                // every top-level commit is flushed (sync)
   bool flush_user_commits = false;  // application commits are flushed (sync, commit)
+  bool external = false;            // external synchrony (external_sync.h)
   std::chrono::milliseconds lock_timeout{10000};
 };
 
@@ -94,6 +95,10 @@ class MountHandler : public CallHandler {
   Decision Conflict();
   // Closes that waited for a transaction to end.
   void CloseDeferred();
+  // Flushes every mount's log before output leaves the tree; false (reported) on failure.
+  bool FlushForOutput();
+  // Settles everything at the end of the trace (and at destruction).
+  void Finish() override;
 
   // What a thread's rewritten or observed call needs at its exit.
   struct Pending {
@@ -120,6 +125,7 @@ class MountHandler : public CallHandler {
   // --- mount_handler.cc
   // OnEntry for a file call, inside the caller's application transaction.
   Decision Serve(Thread& t, SyscallRegs& call);
+  Decision ServeInTxn(Thread& t, SyscallRegs& call);
   Decision Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t path_addr, int flags, mode_t mode,
                 int path_arg);
   Decision OpenServed(Thread& t, SyscallRegs& call, Target& target, int flags, mode_t mode,
@@ -192,6 +198,9 @@ class MountHandler : public CallHandler {
   // Declared after the mounts: transactions end before the file systems close.
   TxnManager txns_;
   pid_t caller_ = 0;  // the thread whose call is being served
+  bool external_ = false;
+  bool flush_failed_ = false;  // reported once
+  bool finished_ = false;
 };
 
 }  // namespace amino::monitor::service

@@ -1,26 +1,62 @@
 // MountHandler and application transactions: libamino's pseudo-calls, and every file call
 // served inside the caller's current transaction (user_txn.h).
 #include <cerrno>
+#include <cstdio>
 
 #include "amino/amino.h"
+#include "monitor/service/external_sync.h"
 #include "monitor/service/mount_handler.h"
 
 namespace amino::monitor::service {
 
-MountHandler::~MountHandler() {
+MountHandler::~MountHandler() { Finish(); }
+
+void MountHandler::Finish() {
+  if (finished_) return;
+  finished_ = true;
   // Open transactions are aborted first (their descriptions' counts undone), then the closes
-  // they held back are done, waiting for locks now that no one else can take them.
+  // they held back are done, waiting for locks now that no one else can take them. Under
+  // external synchrony the end of the command is output too (its exit status).
   txns_ = TxnManager(false, {});
   for (auto& m : mounts_) service::CloseDeferred(*m, true);
+  if (external_) (void)FlushForOutput();
+}
+
+bool MountHandler::FlushForOutput() {
+  for (auto& m : mounts_) {
+    // Cheap when nothing was committed since the last flush. Another `amino run` on the same
+    // database shares the log: its commits are flushed here as well.
+    if (schema::Status st = FlushLog(*m); !st.ok()) {
+      if (!flush_failed_) {
+        std::fprintf(stderr, "amino: %s: cannot flush the log (%s): output is held back\n",
+                     m->mount->point.c_str(), st.message().c_str());
+      }
+      flush_failed_ = true;
+      return false;
+    }
+  }
+  flush_failed_ = false;
+  return true;
 }
 
 Decision MountHandler::OnEntry(Thread& t, SyscallRegs& call) {
   const long nr = call.nr();
   if (nr >= AMINO_SYS_BASE && nr < AMINO_SYS_BASE + AMINO_SYS_COUNT) return TxnCall(t, call);
-  for (auto& m : mounts_) {
-    if (!m->deferred_closes.empty()) service::CloseDeferred(*m, false);
+  CloseDeferred();
+  const uint64_t calls_before = CallsRun();
+  Decision d = txns_.Current(t.tid) == 0 ? Serve(t, call) : ServeInTxn(t, call);
+  if (external_ && MayBeObservedOutside(call)) {
+    // Performed by the kernel, or by the host emulation (no schema call ran): output that
+    // may depend on commits waits until they are on disk.
+    const bool kernel = d.kind == Decision::Kind::kPass || d.kind == Decision::Kind::kObserveExit;
+    const bool host = (d.kind == Decision::Kind::kEmulate || d.kind == Decision::Kind::kReplied) &&
+                      CallsRun() == calls_before;
+    if ((kernel || host) && !FlushForOutput()) return Decision::Park();
   }
-  if (txns_.Current(t.tid) == 0) return Serve(t, call);
+  return d;
+}
+
+Decision MountHandler::ServeInTxn(Thread& t, SyscallRegs& call) {
   // Per-call transactions of this call become children of the thread's transaction.
   const CallerTxn caller = [&](MountFs& m) { return txns_.ParentFor(t.tid, m); };
   SetCallerTxn(&caller);
