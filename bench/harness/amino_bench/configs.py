@@ -148,6 +148,7 @@ def probe(amino, libamino=None):
     if amino:
         build = os.path.dirname(os.path.abspath(amino))
         candidates += [os.path.join(build, "libamino.so"),
+                       os.path.join(build, "src", "libamino", "libamino.so"),
                        os.path.join(build, "..", "libamino", "libamino.so"),
                        os.path.join(build, "..", "..", "src", "libamino", "libamino.so"),
                        os.path.join(build, "..", "src", "libamino", "libamino.so")]
