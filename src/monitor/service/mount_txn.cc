@@ -92,8 +92,14 @@ Decision MountHandler::TxnCall(Thread& t, SyscallRegs& call) {
                         call.nr() == AMINO_SYS_ABORT || call.nr() == AMINO_SYS_CURRENT ||
                         call.nr() == AMINO_SYS_DEPTH;
   if (targeted && call.arg(0) == AMINO_TARGET_PARENT) {
-    target = t.proc->parent_tgid;
-    if (!table_ || target <= 0 || !table_->Find(target)) return Decision::Emulate(-ESRCH);
+    // A shell that runs `amino txn` as its last command may exec it in its own place: the
+    // transaction is then this process's (exec keeps it), and its parent is not traced.
+    const pid_t parent = t.proc->parent_tgid;
+    if (table_ && parent > 0 && table_->Find(parent)) {
+      target = parent;
+    } else if (txns_.Current(t.tid) == 0) {
+      return Decision::Emulate(-ESRCH);
+    }
   } else if (targeted && call.arg(0) != AMINO_TARGET_SELF) {
     return Decision::Emulate(-EINVAL);
   }
