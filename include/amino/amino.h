@@ -33,11 +33,11 @@
  * CONFLICTS. Transactions are serialisable (two-phase locking). A call that needs a lock another
  * transaction holds waits until that transaction ends. Locks are taken on database pages, and
  * opening a file updates its record (the count of open descriptions): transactions that touch
- * different files whose records share a page wait for each other too. When transactions wait for each other (a
- * deadlock), or a call has waited longer than the lock timeout of `amino run` (--lock-timeout),
- * the system aborts one of the transactions involved: the call that was waiting, every later
- * file call on an Amino mount in that transaction, and its amino_commit() fail with AMINO_EABORTED;
- * amino_commit() or amino_abort() then ends it for the thread.
+ * different files whose records share a page wait for each other too. When transactions wait for
+ * each other (a deadlock), or a call has waited longer than the lock timeout of `amino run`
+ * (--lock-timeout), the system aborts one of the transactions involved: the call that was waiting,
+ * every later file call on an Amino mount in that transaction, and its amino_commit() fail with
+ * AMINO_EABORTED; amino_commit() or amino_abort() then ends it for the thread.
  *
  * DURABILITY follows `amino run --durability`: `sync` and `commit` flush the log at every
  * top-level amino_commit() (a transaction reported committed survives a machine crash), `async`
