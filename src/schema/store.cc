@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <string>
 
@@ -200,8 +201,15 @@ Result<std::optional<std::string>> Store::Get(DB* db, DB_TXN* txn, std::string_v
   return std::optional<std::string>(TakeDbt(v));
 }
 
+namespace {
+std::atomic<uint64_t> g_writes{0};
+}  // namespace
+
+uint64_t Store::WritesMade() { return g_writes.load(std::memory_order_relaxed); }
+
 Status Store::Put(DB* db, DB_TXN* txn, std::string_view key, std::string_view value,
                   uint32_t flags) {
+  g_writes.fetch_add(1, std::memory_order_relaxed);
   DBT k = Dbt(key);
   DBT v = Dbt(value);
   int ret = db->put(db, txn, &k, &v, flags);
@@ -210,6 +218,7 @@ Status Store::Put(DB* db, DB_TXN* txn, std::string_view key, std::string_view va
 }
 
 Status Store::Del(DB* db, DB_TXN* txn, std::string_view key) {
+  g_writes.fetch_add(1, std::memory_order_relaxed);
   DBT k = Dbt(key);
   int ret = db->del(db, txn, &k, 0);
   if (ret == DB_NOTFOUND) return Status::Ok();
@@ -308,6 +317,7 @@ Result<bool> Cursor::Next() { return Get(DB_NEXT); }
 Result<bool> Cursor::NextDup() { return Get(DB_NEXT_DUP); }
 
 Status Cursor::Delete() {
+  g_writes.fetch_add(1, std::memory_order_relaxed);
   int ret = dbc_->del(dbc_, 0);
   return ret == 0 ? Status::Ok() : Fail(ret, "cursor del");
 }

@@ -50,6 +50,10 @@ class Store {
   // Deletes one duplicate (key, value) of a sorted-duplicates database; ok if absent.
   Status DelDup(DB* db, DB_TXN* txn, std::string_view key, std::string_view value);
 
+  // How many writes (puts and deletes) every store of the process has made so far: a caller
+  // that compares it before and after an operation knows whether the operation changed anything.
+  static uint64_t WritesMade();
+
   Status Checkpoint();
   // Called after each top-level commit; checkpoints every so often so the log stays bounded.
   void NoteTopLevelCommit();

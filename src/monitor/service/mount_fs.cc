@@ -80,9 +80,17 @@ CallOutcome RunCallAlone(MountFs& m,
   if (!txn.ok()) {
     out.status = txn.status();
   } else {
+    const uint64_t writes_before = schema::Store::WritesMade();
     out.status = body(*txn);
     if (out.status.ok()) {
       out.status = txn->Commit();
+    } else if (parent && !out.status.is_conflict() && !out.status.is_storage() &&
+               schema::Store::WritesMade() == writes_before) {
+      // A call that fails inside an application transaction without having changed anything
+      // hands its read locks to the transaction, as one that succeeds does: what it found (a
+      // name missing, a permission lacking) stays true until the transaction ends. (Aborting
+      // would release them: two transactions could both see a name missing and both create it.)
+      if (schema::Status st = txn->Commit(); !st.ok()) out.status = st;
     } else {
       (void)txn->Abort();
     }
