@@ -71,6 +71,10 @@ extern "C" {
 /* A transaction's id: never 0, unique for the lifetime of one `amino run`. */
 typedef uint64_t amino_txn_t;
 
+/* statfs(2)'s f_type for a path on an Amino mount (under `amino run`): how a program tells
+ * whether its files are transactional. */
+#define AMINO_FS_MAGIC 0x414d494eL /* "AMIN" */
+
 /* The errno of calls in a transaction the system aborted (deadlock victim, lock timeout). */
 #define AMINO_EABORTED EDEADLK
 

@@ -16,6 +16,7 @@
 //
 // libamino is loaded at run time (dlopen "libamino.so") so the generator builds and runs without
 // it; --txn fails with a clear message when it cannot be loaded.
+#include <amino/amino.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -26,17 +27,8 @@
 #include <vector>
 
 #include "bench_util.h"
-
-#if __has_include(<amino/amino.h>)
-#include <amino/amino.h>
 using BeginFn = decltype(&amino_begin);
 using CommitFn = decltype(&amino_commit);
-#else
-// The libamino contract (DESIGN §4): begin pushes a transaction and returns its id, commit pops;
-// a negative result is a failure with errno set.
-using BeginFn = long (*)(void);
-using CommitFn = int (*)(void);
-#endif
 
 namespace amino::bench {
 namespace {
@@ -76,7 +68,7 @@ class Txn {
   }
   bool enabled() const { return begin_ != nullptr; }
   void Begin() {
-    if (begin_() < 0) Die(kProg, "amino_begin");
+    if (begin_(nullptr) < 0) Die(kProg, "amino_begin");
   }
   void Commit() {
     if (commit_() < 0) Die(kProg, "amino_commit");
