@@ -223,6 +223,11 @@ class Build(Workload):
         return "needs transactional make and tar (not in the tree yet)"
 
 
+def _maildeliver(libamino_dir):
+    """examples/maildeliver in the build tree that holds libamino (build/<preset>/src/libamino)."""
+    return os.path.normpath(os.path.join(libamino_dir, "..", "..", "examples", "maildeliver"))
+
+
 class Mail(Workload):
     """Concurrent delivery into 100 mailboxes by the packaged local delivery agent (procmail,
     with its dot-lock, kernel lock and fsync), or by the transactional agent of examples/."""
@@ -258,6 +263,9 @@ class Mail(Workload):
         # make the result a measure of sleeping; 1 is the smallest whole second it takes.
         agent = ["procmail", "-f", "sender@bench.invalid", "-m", "LOCKSLEEP=1",
                  "DEFAULT={mbox}", "/dev/null"]
+        if ctx.txn:
+            # The transactional agent: one Amino transaction per message, fsync after commit.
+            agent = [_maildeliver(ctx.libamino_dir), "-f", "sender@bench.invalid", "{mbox}"]
         argv = [ctx.prog("mail_gen"), "--dir", os.path.join(ctx.dir, "mail"), "--mailboxes",
                 str(self.p("mailboxes")), "--senders", str(self.p("senders")), "--time",
                 str(self.p("seconds")), "--warmup", str(self.p("warmup")), "--seed", "42",
@@ -266,7 +274,10 @@ class Mail(Workload):
                       timeout=(self.p("seconds") + self.p("warmup")) * 20 + 600)]
 
     def txn_unavailable(self, features):
-        return "the transactional delivery agent of examples/ does not exist yet"
+        if not features.libamino_dir:
+            return features.why.get("libamino")
+        path = _maildeliver(features.libamino_dir)
+        return None if os.access(path, os.X_OK) else "no %s (build examples/)" % path
 
 
 ORDER = ["postmark", "postmark-large", "postmark-many", "pmgen", "pmgen-large", "pmgen-many",
