@@ -52,18 +52,20 @@
  * recorded and is refused like a write outside a transaction.
  *
  * LIBAMINO. libamino keeps the thread's RVM nesting in step with its file-system transactions
- * (DESIGN.md §4–5), so that one call rewinds both:
- *   amino_begin():  begin the file-system transaction; then rvm_begin().
- *   amino_commit(): at a nested level, rvm_commit() and commit the file-system level. At the top
- *                   level, commit the file system, then rvm_commit() if that succeeded or
- *                   rvm_abort() if it failed. When persistent regions live in the file system's
- *                   Berkeley DB environment and its transaction is at hand (a program using the
- *                   schema directly; the monitor, which owns the file-system transactions):
- *                   rvm_prepare_in(fs_txn) first, so that one Berkeley DB commit makes both
- *                   durable.
- *   amino_abort():  rvm_abort_to(depth - 1), where depth is the aborted transaction's nesting
- *                   level (1 for a top-level one), which also aborts RVM levels the application
- *                   left open inside it; then abort the file-system transaction.
+ * (DESIGN.md §4–5), so that one call rewinds both. It finds librvm through weak references: a
+ * program that links librvm gets this, one that does not pays nothing.
+ *   amino_begin():  begin the file-system transaction; then rvm_begin() (if that fails, the
+ *                   file-system transaction is aborted again and amino_begin fails, ENOMEM).
+ *   amino_commit(): commit the file-system transaction; if it committed, rvm_commit(); if the
+ *                   system had aborted it (AMINO_EABORTED), rvm_abort_to(depth - 1); any other
+ *                   failure (EBUSY: a child still open) leaves both open. Under `amino run` the
+ *                   monitor owns the file-system transactions, so a persistent region commits in
+ *                   its own store right after the file system: atomic with it only when the
+ *                   program holds the file system's transaction itself, through
+ *                   rvm_prepare_in(fs_txn) before the commit.
+ *   amino_abort():  abort the file-system transaction, then rvm_abort_to(depth - 1), where depth
+ *                   is the aborted transaction's nesting level (1 for a top-level one), which
+ *                   also aborts RVM levels the application left open inside it.
  * rvm_depth() tells libamino where the thread's RVM nesting stands.
  */
 #ifndef AMINO_RVM_H_
