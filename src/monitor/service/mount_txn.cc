@@ -92,12 +92,18 @@ Decision MountHandler::TxnCall(Thread& t, SyscallRegs& call) {
                         call.nr() == AMINO_SYS_ABORT || call.nr() == AMINO_SYS_CURRENT ||
                         call.nr() == AMINO_SYS_DEPTH;
   if (targeted && call.arg(0) == AMINO_TARGET_PARENT) {
-    // A shell that runs `amino txn` as its last command may exec it in its own place: the
-    // transaction is then this process's (exec keeps it), and its parent is not traced.
+    // The shell's transaction. A command the shell started inherited it (the same one); a
+    // command a shell or subshell ran as its last, by exec in its own place, holds it while its
+    // parent is another shell, or not traced at all: then the caller's own is the one. Only
+    // BEGIN must act on the parent, whose transaction the new one joins.
     const pid_t parent = t.proc->parent_tgid;
-    if (table_ && parent > 0 && table_->Find(parent)) {
+    const bool parent_traced = table_ && parent > 0 && table_->Find(parent);
+    const bool own = txns_.Current(t.tid) != 0;
+    if (call.nr() != AMINO_SYS_BEGIN && own) {
+      target = t.tid;
+    } else if (parent_traced) {
       target = parent;
-    } else if (txns_.Current(t.tid) == 0) {
+    } else if (!own) {
       return Decision::Emulate(-ESRCH);
     }
   } else if (targeted && call.arg(0) != AMINO_TARGET_SELF) {
