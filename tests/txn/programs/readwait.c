@@ -1,0 +1,134 @@
+// readwait: a process outside any transaction never sees another transaction's uncommitted
+// data. In each case the writer W runs a transaction on DIR/v and a reader R (forked before W
+// begins, in no transaction) reads DIR/v; pipes order their steps.
+//
+//   before   R reads before W writes: the old content; W's write then goes through while R
+//            waits for nothing, and after W's commit R reads the new content.
+//   commit   W writes, R then reads: R's read must not return while W's transaction is open
+//            (W checks R has answered nothing for HOLD seconds), returns once W commits, with
+//            the new content.
+//   abort    the same, but W aborts: R's read returns the old content.
+//   opened   R opens DIR/v before W writes and reads through that descriptor after: it waits
+//            for W's commit and returns the new content.
+//
+//   readwait DIR HOLD    runs the four cases; prints "<case>: ok (read waited X s)" for each.
+// Exit status 0 when every check passed.
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "amino/amino.h"
+#include "txnutil.h"
+
+enum { kOld = 1, kNew = 2 };
+
+static const char* path;
+static double hold;
+
+// R: waits for W's go, reads the file, reports which content it got and when. With
+// `open_first`, it opens the file before W writes and reads through that descriptor after.
+static int reader(void* arg, struct Link w) {
+  const int open_first = *(int*)arg;
+  set_who("readwait reader");
+  amino_txn_t cur = 1;
+  must(amino_current(&cur), "amino_current", "");
+  if (cur != 0) fail("the reader is in transaction %llu", (unsigned long long)cur);
+  int fd = -1;
+  if (open_first) {
+    fd = open(path, O_RDONLY);
+    must(fd, "open", path);
+    send_word(w.send, 0);  // opened
+  }
+  recv_word(w.recv);  // go
+  char buf[64] = {0};
+  ssize_t n;
+  if (fd >= 0) {
+    n = pread(fd, buf, sizeof buf - 1, 0);
+  } else {
+    n = read_file(path, buf, sizeof buf);
+    if (n < 0) errno = (int)-n;
+  }
+  if (n < 0) fail("read %s: %s", path, err_name(errno));
+  buf[n > 0 ? n : 0] = 0;
+  int which = strcmp(buf, "old\n") == 0 ? kOld : strcmp(buf, "new\n") == 0 ? kNew : 0;
+  if (!which) fail("read \"%s\" from %s: neither the old nor the new content", buf, path);
+  double t = now_seconds();
+  send_word(w.send, (uint64_t)which);
+  send_word(w.send, (uint64_t)(t * 1e6));
+  if (fd >= 0) close(fd);
+  return 0;
+}
+
+// Whether R answered within `seconds`.
+static int answered(int fd, double seconds) {
+  struct pollfd pfd = {fd, POLLIN, 0};
+  int r = poll(&pfd, 1, (int)(seconds * 1000));
+  must(r, "poll", "the reader's pipe");
+  return r == 1;
+}
+
+static const char* name(int which) { return which == kOld ? "the old content" : "the new content"; }
+
+static void run_case(const char* what) {
+  set_who("readwait %s", what);
+  must(write_file(path, "old\n"), "write", path);
+  int open_first = strcmp(what, "opened") == 0;
+  struct Link r;
+  int pid = spawn_linked(reader, &open_first, &r);
+  if (open_first) recv_word(r.recv);
+  const int read_first = strcmp(what, "before") == 0;
+  if (read_first) {
+    send_word(r.send, 1);
+    uint64_t got = recv_word(r.recv);
+    recv_word(r.recv);
+    if (got != kOld) fail("a read before the transaction wrote got %s", name((int)got));
+  }
+  must(amino_begin(NULL), "amino_begin", "");
+  must(write_file(path, "new\n"), "write", path);
+  expect_content(path, "new\n");  // the transaction sees its own write
+  if (!read_first) {
+    send_word(r.send, 1);
+    if (answered(r.recv, hold)) {
+      uint64_t got = recv_word(r.recv);
+      fail("the reader's read returned %s while the transaction was still open", name((int)got));
+    }
+  }
+  const int abort = strcmp(what, "abort") == 0;
+  const double t_end = now_seconds();
+  must(abort ? amino_abort() : amino_commit(), abort ? "amino_abort" : "amino_commit", "");
+  if (read_first) {
+    printf("%s: ok (read before the write: the old content)\n", what);
+  } else {
+    uint64_t got = recv_word(r.recv);
+    double t_read = (double)recv_word(r.recv) / 1e6;
+    if (got != (abort ? kOld : kNew)) {
+      fail("the read that waited for the %s returned %s", abort ? "abort" : "commit",
+           name((int)got));
+    }
+    if (t_read < t_end) fail("the reader's read returned before the transaction ended");
+    printf("%s: ok (the read waited %.1f s for the %s, returned %.3f s after it, %s)\n", what, hold,
+           abort ? "abort" : "commit", t_read - t_end, name((int)got));
+  }
+  if (reap(pid) != 0) fail("the reader failed");
+  expect_content(path, abort ? "old\n" : "new\n");
+}
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    fprintf(stderr, "usage: readwait DIR HOLD\n");
+    return 2;
+  }
+  static char p[4096];
+  snprintf(p, sizeof p, "%s/v", argv[1]);
+  path = p;
+  hold = atof(argv[2]);
+  run_case("before");
+  run_case("commit");
+  run_case("abort");
+  run_case("opened");
+  return 0;
+}
