@@ -23,12 +23,17 @@ struct Decision {
   };
   Kind kind = Kind::kPass;
   long result = 0;
+  // kPark: whether a signal ends the wait as it ends the kernel's own interruptible waits
+  // (locks, pipes, FIFOs: EINTR without SA_RESTART). A wait the kernel would not have (another
+  // transaction's lock, a log flush) is invisible: the call runs again after the handler.
+  bool interruptible = true;
 
   static Decision Pass() { return {}; }
   static Decision Emulate(long result) { return {Kind::kEmulate, result}; }
   static Decision ObserveExit() { return {Kind::kObserveExit, 0}; }
   static Decision Restart() { return {Kind::kRestart, 0}; }
   static Decision Park() { return {Kind::kPark, 0}; }
+  static Decision ParkInvisibly() { return {Kind::kPark, 0, false}; }
   static Decision Replied() { return {Kind::kReplied, 0}; }
 };
 

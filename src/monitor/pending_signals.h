@@ -9,6 +9,9 @@ namespace amino::monitor {
 // The kernel's ERESTARTSYS: a call that returns it while a signal is pending is restarted after
 // the signal (or fails with EINTR when the handler lacks SA_RESTART). Never seen by programs.
 constexpr long kERestartSys = 512;
+// The kernel's ERESTARTNOINTR: the call is restarted after the signal whatever its handler's
+// flags, as if the signal had come just before the call.
+constexpr long kERestartNoIntr = 513;
 
 // True when /proc/TID/status shows a pending (thread or process) signal the thread does not
 // block. False if the thread is gone.

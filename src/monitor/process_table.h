@@ -65,6 +65,15 @@ struct Thread {
   long interrupted_nr = -1;     // a parked call given way to a signal: restarted at its exit
   unsigned long stop_data = 0;  // the filter's data at the last seccomp stop
   unsigned long long pending_args[6] = {};
+  // The last notified call the kernel was let to run (or failed with ERESTARTSYS as a kernel
+  // wait fails). An ERESTARTSYS at a signal-delivery stop for that very call is the kernel's
+  // own; any other comes from the filter's wait, which a signal ends before the monitor sees
+  // the call: nothing ran, and the call must run after the handler (see Tracer::HandleStop).
+  struct NotifiedCall {
+    long nr = -1;
+    unsigned long long args[6] = {};
+    unsigned long long ip = 0;
+  } let_run;
   // Signals that arrived while the monitor ran calls in this thread, raised again for it
   // afterwards: their original siginfo, restored at their delivery stop.
   std::vector<siginfo_t> reraised;

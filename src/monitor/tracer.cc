@@ -78,6 +78,7 @@ bool Tracer::StartCommand() {
   std::vector<ptrace_ext::TrapRule> rules;
   for (long nr : trapped_) {
     ptrace_ext::TrapRule r{nr, notify && !handler_.NeedsStop(nr)};
+    if (r.notify) notified_.insert(nr);
     // Anonymous mappings are the loader's and malloc's bread and butter: only file mappings.
     if (nr == SYS_mmap) r.arg = 3, r.mask = MAP_ANONYMOUS, r.value = 0;
     rules.push_back(r);
@@ -313,6 +314,7 @@ void Tracer::HandleStop(pid_t tid, int status) {
         return;
       }
       RestoreSignalInfo(*t, sig);
+      if (options_.backend == Backend::kNotify) RestartUnseenCall(*t);
       Resume(*t, sig);  // signal-delivery-stop: deliver it
       return;
     default:
@@ -478,7 +480,7 @@ void Tracer::Dispatch(Thread& t, SyscallRegs& call, bool seccomp) {
       return;
     case Decision::Kind::kPark:
       t.parked_seccomp = seccomp;
-      parked_.push_back({t.tid, false, {}});
+      parked_.push_back({t.tid, false, {}, d.interruptible});
       return;
     case Decision::Kind::kReplied:
       std::fprintf(stderr, "amino run: internal error: a stopped call answered as notified\n");
@@ -489,15 +491,16 @@ void Tracer::Dispatch(Thread& t, SyscallRegs& call, bool seccomp) {
   Resume(t);
 }
 
-void Tracer::Interrupt(Thread& t, SyscallRegs& call, bool seccomp) {
-  // Skip the call now and, at its exit stop, give it back its number with -ERESTARTSYS: the
-  // signal is then delivered and the call restarted (or EINTR) exactly as after a kernel wait.
+void Tracer::Interrupt(Thread& t, SyscallRegs& call, bool seccomp, bool interruptible) {
+  // Skip the call now and, at its exit stop, give it back its number with the restart code:
+  // the signal is then delivered and the call restarted (or EINTR) as after a kernel wait.
   const long nr = call.nr();
-  call.Skip(-kERestartSys);
+  const long code = interruptible ? -kERestartSys : -kERestartNoIntr;
+  call.Skip(code);
   Ptrace(PTRACE_SETREGS, t.tid, 0, &call.regs);
   t.want_exit_stop = true;
   t.pending_nr = -1;
-  t.pending_args[0] = static_cast<unsigned long long>(-kERestartSys);
+  t.pending_args[0] = static_cast<unsigned long long>(code);
   t.interrupted_nr = nr;
   (void)seccomp;
   Resume(t);
@@ -512,7 +515,13 @@ void Tracer::RetryParked() {
     if (p.notified) {
       if (!listener_.Pending(p.call.notification_id)) continue;  // killed meanwhile
       if (SignalPending(p.tid)) {
-        listener_.Reply(p.call.notification_id, -kERestartSys);
+        // An interruptible wait ends as the kernel's: its ERESTARTSYS is left to the handler.
+        if (p.interruptible) {
+          NoteLetRun(*t, p.call);
+        } else {
+          t->let_run.nr = -1;
+        }
+        listener_.Reply(p.call.notification_id, p.interruptible ? -kERestartSys : -kERestartNoIntr);
         continue;
       }
       DispatchNotified(*t, p.call);
@@ -521,7 +530,7 @@ void Tracer::RetryParked() {
     SyscallRegs call;
     if (Ptrace(PTRACE_GETREGS, p.tid, 0, &call.regs) != 0) continue;
     if (SignalPending(p.tid)) {
-      Interrupt(*t, call, t->parked_seccomp);
+      Interrupt(*t, call, t->parked_seccomp, p.interruptible);
       continue;
     }
     Dispatch(*t, call, t->parked_seccomp);

@@ -50,7 +50,9 @@ class Tracer {
   void ForwardPendingSignals();
   void Dispatch(Thread& t, SyscallRegs& call, bool seccomp);
   void RetryParked();
-  void Interrupt(Thread& t, SyscallRegs& call, bool seccomp);
+  // A parked call gives way to a pending signal: fails with ERESTARTSYS (interruptible) or
+  // ERESTARTNOINTR, and the kernel restarts it or fails it as the signal's handler says.
+  void Interrupt(Thread& t, SyscallRegs& call, bool seccomp, bool interruptible);
   void Emulate(Thread& t, SyscallRegs& call, bool seccomp, long result);
   // At a seccomp stop: whether the monitor's filter made it (and not the program's own).
   bool MonitorsStop(Thread& t);
@@ -66,11 +68,17 @@ class Tracer {
   bool DrainWaits();
   void OnNotification();
   void DispatchNotified(Thread& t, SyscallRegs& call);
+  // Records in t.let_run the notified call the kernel now runs.
+  static void NoteLetRun(Thread& t, const SyscallRegs& call);
+  // At a signal-delivery stop: a notified call whose wait for the monitor the signal ended
+  // is restarted after the handler even without SA_RESTART.
+  void RestartUnseenCall(Thread& t);
 
   struct Parked {
     pid_t tid;
-    bool notified;     // waits on the listener, not in a ptrace stop
-    SyscallRegs call;  // the notified call, to hand to the handler again
+    bool notified;       // waits on the listener, not in a ptrace stop
+    SyscallRegs call;    // the notified call, to hand to the handler again
+    bool interruptible;  // a signal ends the wait (Decision::interruptible)
   };
 
   TracerOptions options_;
@@ -80,6 +88,7 @@ class Tracer {
   pid_t root_ = -1;
   int root_status_ = -1;
   std::set<long> trapped_;                    // the calls handed to the handler
+  std::set<long> notified_;                   // those the filter hands over by notification
   std::vector<Parked> parked_;                // threads whose call waits for a lock
   std::vector<std::pair<pid_t, int>> batch_;  // stops collected by one round of waitpid
   ptrace_ext::NotifyListener listener_;

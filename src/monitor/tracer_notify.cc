@@ -15,6 +15,7 @@
 #include "monitor/pending_signals.h"
 #include "monitor/tracee_memory.h"
 #include "monitor/tracer.h"
+#include "ptrace-ext/ptrace.h"
 
 namespace amino::monitor {
 
@@ -39,6 +40,46 @@ SyscallRegs FromNotification(const ptrace_ext::Notification& n) {
   call.notified = true;
   call.notification_id = n.id;
   return call;
+}
+
+// Calls whose own work may wait until a signal comes (pipes, sockets, terminals, FIFOs,
+// locks, leases): only these can end with the kernel's ERESTARTSYS.
+bool KernelWaitsInterruptibly(long nr) {
+  switch (nr) {
+    case SYS_read:
+    case SYS_readv:
+    case SYS_pread64:
+    case SYS_preadv:
+    case SYS_preadv2:
+    case SYS_write:
+    case SYS_writev:
+    case SYS_pwrite64:
+    case SYS_pwritev:
+    case SYS_pwritev2:
+    case SYS_open:
+    case SYS_openat:
+    case SYS_openat2:
+    case SYS_creat:
+    case SYS_truncate:
+    case SYS_ftruncate:
+    case SYS_fcntl:
+    case SYS_flock:
+    case SYS_ioctl:
+    case SYS_sendfile:
+    case SYS_splice:
+    case SYS_tee:
+    case SYS_vmsplice:
+    case SYS_copy_file_range:
+    case SYS_sendmsg:
+    case SYS_recvmsg:
+    case SYS_sendto:
+    case SYS_recvfrom:
+    case SYS_fsync:
+    case SYS_fdatasync:
+      return true;
+    default:
+      return false;
+  }
 }
 
 }  // namespace
@@ -140,8 +181,10 @@ void Tracer::DispatchNotified(Thread& t, SyscallRegs& call) {
     return;
   }
   Decision d = handler_.OnEntry(t, call);
+  t.let_run.nr = -1;
   switch (d.kind) {
     case Decision::Kind::kPass:
+      NoteLetRun(t, call);
       listener_.Continue(call.notification_id);
       return;
     case Decision::Kind::kEmulate:
@@ -150,7 +193,7 @@ void Tracer::DispatchNotified(Thread& t, SyscallRegs& call) {
     case Decision::Kind::kReplied:
       return;
     case Decision::Kind::kPark:
-      parked_.push_back({t.tid, true, call});
+      parked_.push_back({t.tid, true, call, d.interruptible});
       return;
     case Decision::Kind::kObserveExit:
     case Decision::Kind::kRestart:
@@ -159,6 +202,33 @@ void Tracer::DispatchNotified(Thread& t, SyscallRegs& call) {
   std::fprintf(stderr, "amino run: internal error: call %ld needs a stop but was notified\n",
                call.nr());
   listener_.Reply(call.notification_id, -ENOSYS);
+}
+
+void Tracer::NoteLetRun(Thread& t, const SyscallRegs& call) {
+  t.let_run.nr = call.nr();
+  for (int i = 0; i < 6; ++i) t.let_run.args[i] = call.arg(i);
+  t.let_run.ip = call.regs.rip;
+}
+
+void Tracer::RestartUnseenCall(Thread& t) {
+  // A signal ends the wait of a notified call that the monitor has not received yet (once
+  // received, the wait is killable only): the kernel fails the call with ERESTARTSYS, which a
+  // handler without SA_RESTART turns into EINTR, even for calls that never fail so natively
+  // (a shell's close() of a pipe: the pipe stays open and its reader waits for ever). The
+  // call has not run; as if the signal had come just before it, it runs after the handler.
+  SyscallRegs regs;
+  if (ptrace_ext::Ptrace(PTRACE_GETREGS, t.tid, 0, &regs.regs) != 0) return;
+  if (static_cast<long>(regs.regs.rax) != -kERestartSys) return;
+  const long nr = static_cast<long>(regs.regs.orig_rax);
+  if (!notified_.count(nr)) return;
+  if (KernelWaitsInterruptibly(nr)) {
+    // Unless the same call came again since (rare), the kernel ran it: its own ERESTARTSYS.
+    bool let_run = t.let_run.nr == nr && t.let_run.ip == regs.regs.rip;
+    for (int i = 0; let_run && i < 6; ++i) let_run = t.let_run.args[i] == regs.arg(i);
+    if (let_run) return;
+  }
+  regs.regs.rax = static_cast<unsigned long long>(-kERestartNoIntr);
+  ptrace_ext::Ptrace(PTRACE_SETREGS, t.tid, 0, &regs.regs);
 }
 
 }  // namespace amino::monitor

@@ -65,6 +65,11 @@ class SignalsTest(ittest.ScenarioTest):
         # file it serves) are held, then delivered in order with their sender's siginfo.
         self.check([program("queued_signals")], expect_status=0)
 
+    def test_no_eintr_from_calls_that_never_wait(self):
+        # A handler without SA_RESTART (a shell's SIGCHLD) must not make close, stat, open or
+        # dup fail with EINTR when its signal comes while the monitor holds the call.
+        self.check([program("no_spurious_eintr")], expect_status=0)
+
     def test_sigterm_to_amino_reaches_command(self):
         # Natively the signal goes to the command itself; under amino to `amino run`.
         def during(mode, scratch, proc):

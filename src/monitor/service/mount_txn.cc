@@ -51,7 +51,7 @@ Decision MountHandler::OnEntry(Thread& t, SyscallRegs& call) {
     const bool kernel = d.kind == Decision::Kind::kPass || d.kind == Decision::Kind::kObserveExit;
     const bool host = (d.kind == Decision::Kind::kEmulate || d.kind == Decision::Kind::kReplied) &&
                       CallsRun() == calls_before;
-    if ((kernel || host) && !FlushForOutput()) return Decision::Park();
+    if ((kernel || host) && !FlushForOutput()) return Decision::ParkInvisibly();
   }
   return d;
 }
@@ -70,7 +70,7 @@ Decision MountHandler::ServeInTxn(Thread& t, SyscallRegs& call) {
 
 Decision MountHandler::Conflict() {
   if (caller_ && txns_.OnConflict(caller_)) return Decision::Emulate(-AMINO_EABORTED);
-  return Decision::Park();
+  return Decision::ParkInvisibly();
 }
 
 void MountHandler::CloseDeferred() {
