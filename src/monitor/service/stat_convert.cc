@@ -18,7 +18,14 @@ statx_timestamp ToTimestamp(const timespec& ts) {
 // ext4 gives a directory one 4 KiB block until its entries need more; programs print it (ls -l,
 // stat, du), so a directory reports that much instead of the schema's 0.
 uint64_t SizeOf(const schema::Attr& a) { return S_ISDIR(a.mode) && a.size == 0 ? 4096 : a.size; }
-uint64_t BlocksOf(const schema::Attr& a) { return S_ISDIR(a.mode) && a.blocks == 0 ? 8 : a.blocks; }
+// A symbolic link whose target fits in ext4's inode (under 60 bytes, a "fast" link) occupies no
+// block there; the schema stores every target in a page.
+constexpr uint64_t kFastSymlinkMax = 59;
+uint64_t BlocksOf(const schema::Attr& a) {
+  if (S_ISDIR(a.mode) && a.blocks == 0) return 8;
+  if (S_ISLNK(a.mode) && a.size <= kFastSymlinkMax) return 0;
+  return a.blocks;
+}
 
 }  // namespace
 
