@@ -247,6 +247,8 @@ Decision MountHandler::Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t pa
   if (int err = ReadString(*t.proc, path_addr, PATH_MAX, &path)) return Decision::Emulate(-err);
   Target target;
   if (int err = Resolve(t, dirfd, path, false, &target)) return Decision::Emulate(err);
+  // Opening a served descriptor's link in /proc opens its file anew.
+  FollowServedFdLink(t, path, !(flags & O_NOFOLLOW), &target);
   switch (target.kind) {
     case Target::Kind::kHost:
       return Decision::Pass();
@@ -313,6 +315,21 @@ Decision MountHandler::OpenServed(Thread& t, SyscallRegs& call, Target& target, 
   return InstallShadow(t, call, std::move(file));
 }
 
+namespace {
+
+// The placeholder reopened with the access mode and status flags of the open it stands for, so
+// that /proc/PID/fdinfo (lsof, a shell's own checks) shows them. Directories and O_PATH keep
+// the plain placeholder (a memfd is neither).
+void WithOpenFlags(host::ScopedFd& placeholder, const ServedFile& file) {
+  constexpr int kShown = O_ACCMODE | O_APPEND | O_NONBLOCK | O_DSYNC | O_SYNC | O_NOATIME;
+  if (!S_ISREG(file.type) || (file.flags & O_PATH) || (file.flags & kShown) == O_RDWR) return;
+  const std::string self = "/proc/self/fd/" + std::to_string(placeholder.get());
+  const int reopened = open(self.c_str(), (file.flags & kShown) | O_CLOEXEC);
+  if (reopened >= 0) placeholder.reset(reopened);
+}
+
+}  // namespace
+
 Decision MountHandler::InstallShadow(Thread& t, SyscallRegs& call,
                                      std::shared_ptr<ServedFile> file) {
   bool want_cloexec = false;
@@ -334,6 +351,7 @@ Decision MountHandler::InstallShadow(Thread& t, SyscallRegs& call,
   }
   if (call.notified) {
     host::ScopedFd placeholder(memfd_create("amino", MFD_CLOEXEC));
+    if (placeholder.get() >= 0) WithOpenFlags(placeholder, *file);
     struct stat st;
     if (placeholder.get() < 0 || fstat(placeholder.get(), &st) != 0)
       return Decision::Emulate(-errno);

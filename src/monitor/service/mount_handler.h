@@ -145,6 +145,12 @@ class MountHandler : public CallHandler {
   // What readlink of `path` gives when it names a served descriptor's link in /proc
   // (/proc/PID/fd/N, /proc/self/fd/N, /dev/fd/N): the file's host-side name. nullopt otherwise.
   std::optional<std::string> ServedFdLink(Thread& t, const std::string& path);
+  // The served file whose descriptor's link in /proc `path` is exactly, or nullptr.
+  std::shared_ptr<ServedFile> ServedFdFile(Thread& t, const std::string& path);
+  // A call that follows `path`'s last link, when `path` is a served descriptor's link in /proc,
+  // acts on that file (not on the placeholder the kernel would reach): `target` is changed
+  // into it. `follows`: the call follows a last link.
+  void FollowServedFdLink(Thread& t, const std::string& path, bool follows, Target* target);
   // The call goes to the kernel with `host_path` as path argument `arg`.
   // A chdir given a substitute is still seen at its exit, where the kernel's cwd changed.
   Decision Substitute(Thread& t, SyscallRegs& call, int arg, const std::string& host_path);

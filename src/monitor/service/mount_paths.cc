@@ -327,6 +327,43 @@ Decision OnHostPair(Thread& t, SyscallRegs& call, const int args[2], const Targe
 // Nesting of rename and link calls re-run after a path left a mount and came back into one.
 int pair_reruns = 0;
 
+// Whether single-path call `call` follows its path's last link (its flags say, or its name:
+// lstat, lchown, unlink... never do).
+bool FollowsLastLink(const SyscallRegs& call) {
+  const uint64_t a2 = call.arg(2), a3 = call.arg(3), a4 = call.arg(4);
+  switch (call.nr()) {
+    case SYS_stat:
+    case SYS_statfs:
+    case SYS_chmod:
+    case SYS_fchmodat:
+    case SYS_chown:
+    case SYS_truncate:
+    case SYS_access:
+    case SYS_faccessat:
+    case SYS_utime:
+    case SYS_utimes:
+    case SYS_futimesat:
+    case SYS_getxattr:
+    case SYS_setxattr:
+    case SYS_listxattr:
+    case SYS_removexattr:
+    case SYS_chdir:
+      return true;
+    case SYS_newfstatat:
+    case SYS_faccessat2:
+    case SYS_utimensat:
+      return !(a3 & AT_SYMLINK_NOFOLLOW);
+    case SYS_statx:
+      return !(a2 & AT_SYMLINK_NOFOLLOW);
+    case SYS_fchownat:
+      return !(a4 & AT_SYMLINK_NOFOLLOW);
+    case SYS_name_to_handle_at:
+      return (a4 & AT_SYMLINK_FOLLOW) != 0;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 Decision MountHandler::PathCall(Thread& t, SyscallRegs& call) {
@@ -422,6 +459,8 @@ Decision MountHandler::PathCall(Thread& t, SyscallRegs& call) {
       return Decision::Emulate(static_cast<long>(len));
     }
   }
+  // chmod("/proc/self/fd/N") is how the C library changes an O_PATH descriptor's file.
+  if (n == 1) FollowServedFdLink(t, paths[0].path, FollowsLastLink(call), &targets[0]);
   // readlinkat of an empty path names the directory itself, which is no link.
   if ((nr == SYS_readlink || nr == SYS_readlinkat) && paths[0].path.empty() &&
       targets[0].kind == Target::Kind::kServed) {

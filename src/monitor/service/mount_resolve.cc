@@ -174,6 +174,33 @@ int MountHandler::Resolve(Thread& t, int dirfd, const std::string& path, bool em
 }
 
 std::optional<std::string> MountHandler::ServedFdLink(Thread& t, const std::string& path) {
+  std::shared_ptr<ServedFile> f = ServedFdFile(t, path);
+  if (!f) return std::nullopt;
+  std::string now = PathOfId(*f->mfs, f->id);
+  if (!now.empty()) return f->mfs->mount->HostPathOf(now);
+  return f->mfs->mount->HostPathOf(f->opened_name.empty() ? "/" : f->opened_name) + " (deleted)";
+}
+
+void MountHandler::FollowServedFdLink(Thread& t, const std::string& path, bool follows,
+                                      Target* target) {
+  if (!follows || target->kind != Target::Kind::kHost) return;
+  std::shared_ptr<ServedFile> f = ServedFdFile(t, path);
+  if (!f) return;
+  // By its name when it has one (every call can take a path); a removed file, or a symbolic
+  // link (O_PATH | O_NOFOLLOW: the link is the file, not its target), by itself.
+  std::string now = S_ISLNK(f->type) ? std::string() : PathOfId(*f->mfs, f->id);
+  *target = Target();
+  target->mfs = f->mfs;
+  if (!now.empty()) {
+    target->kind = Target::Kind::kServed;
+    target->path = std::move(now);
+  } else {
+    target->kind = Target::Kind::kFile;
+    target->file = std::move(f);
+  }
+}
+
+std::shared_ptr<ServedFile> MountHandler::ServedFdFile(Thread& t, const std::string& path) {
   // /proc/self/fd/N, /proc/thread-self/fd/N, /proc/PID[/task/TID]/fd/N, /dev/fd/N.
   auto number = [&](size_t at, size_t* end) -> long {
     size_t e = at;
@@ -197,32 +224,28 @@ std::optional<std::string> MountHandler::ServedFdLink(Thread& t, const std::stri
       at += 12;
     } else {
       long pid = number(at, &end);
-      if (pid <= 0 || end >= path.size() || path[end] != '/') return std::nullopt;
+      if (pid <= 0 || end >= path.size() || path[end] != '/') return nullptr;
       Thread* other = table_ ? table_->Find(static_cast<pid_t>(pid)) : nullptr;
-      if (!other || !other->proc) return std::nullopt;
+      if (!other || !other->proc) return nullptr;
       owner = other->proc.get();
       at = end + 1;
       if (path.compare(at, 5, "task/") == 0) {
         if (number(at + 5, &end) <= 0 || end >= path.size() || path[end] != '/') {
-          return std::nullopt;
+          return nullptr;
         }
         at = end + 1;
       }
     }
-    if (path.compare(at, 3, "fd/") != 0) return std::nullopt;
+    if (path.compare(at, 3, "fd/") != 0) return nullptr;
     at += 3;
   } else {
-    return std::nullopt;
+    return nullptr;
   }
   long fd = number(at, &end);
-  if (fd < 0 || end != path.size()) return std::nullopt;
+  if (fd < 0 || end != path.size()) return nullptr;
   auto it = owner->fds->files.find(static_cast<int>(fd));
-  if (it == owner->fds->files.end()) return std::nullopt;
-  auto f = std::dynamic_pointer_cast<ServedFile>(it->second);
-  if (!f) return std::nullopt;
-  std::string now = PathOfId(*f->mfs, f->id);
-  if (!now.empty()) return f->mfs->mount->HostPathOf(now);
-  return f->mfs->mount->HostPathOf(f->opened_name.empty() ? "/" : f->opened_name) + " (deleted)";
+  if (it == owner->fds->files.end()) return nullptr;
+  return std::dynamic_pointer_cast<ServedFile>(it->second);
 }
 
 int MountHandler::CheckResolveRules(Thread& t, int dirfd, const std::string& path, uint64_t resolve,
