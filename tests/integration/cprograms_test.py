@@ -24,6 +24,11 @@ class CProgramsTest(ittest.ScenarioTest):
     def test_open_file_descriptions(self):
         self.check([program("descriptors")], expect_status=0)
 
+    def test_shared_mappings_between_processes(self):
+        # Stores through MAP_SHARED mappings are seen at once by another process's mapping and
+        # by read(); write() and ftruncate() are seen in the mappings; close keeps the stores.
+        self.check([program("shared_mapping")], expect_status=0)
+
     def test_threads_pwrite_disjoint_regions(self):
         self.check([program("threads_io")], expect_status=0)
 

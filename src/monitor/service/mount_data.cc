@@ -167,11 +167,42 @@ struct FdCall {
   // The served file behind another descriptor of the caller, or nullptr.
   std::function<std::shared_ptr<ServedFile>(int)> served;
   schema::Cred cred;
+  // The mapping files that follow what the monitor writes (shared_mappings.h).
+  SharedMappings& maps;
 
   Decision run(const FileBody& body, const Done& done) { return run_on(f, body, done); }
 };
 
 Decision Emulate(long r) { return Decision::Emulate(r); }
+
+// Calls that read or change a file's bytes, or make them durable.
+bool WritesBackFirst(long nr) {
+  switch (nr) {
+    case SYS_read:
+    case SYS_pread64:
+    case SYS_readv:
+    case SYS_preadv:
+    case SYS_preadv2:
+    case SYS_write:
+    case SYS_pwrite64:
+    case SYS_writev:
+    case SYS_pwritev:
+    case SYS_pwritev2:
+    case SYS_ftruncate:
+    case SYS_fallocate:
+    case SYS_fsync:
+    case SYS_fdatasync:
+    case SYS_syncfs:
+    case SYS_sync_file_range:
+    case SYS_sendfile:
+    case SYS_copy_file_range:
+    case SYS_splice:
+    case SYS_lseek:  // SEEK_DATA and SEEK_HOLE look at the bytes
+      return true;
+    default:
+      return false;
+  }
+}
 
 // Access mode 3 (O_ACCMODE, "for ioctl only") allows neither reading nor writing.
 bool CanRead(const ServedFile& f) {
@@ -247,6 +278,7 @@ Decision WriteData(FdCall& c, const std::vector<iovec>& iov, size_t total, int64
       },
       [&] {
         if (at_cursor) c.f.offset = at + written;
+        c.maps.Wrote(*c.f.mfs, c.f.id, at, data.data(), written);
         if (sync && !FlushLog(*c.f.mfs).ok()) return static_cast<long>(-EIO);
         return static_cast<long>(written);
       });
@@ -507,12 +539,13 @@ Decision Fallocate(FdCall& c, SyscallRegs& call) {
   if (kind != 0 && kind != FALLOC_FL_PUNCH_HOLE && kind != FALLOC_FL_ZERO_RANGE)
     return Emulate(-EOPNOTSUPP);
   const uint64_t end = static_cast<uint64_t>(offset + len);
+  uint64_t size = 0;
   return c.run(
       [&](schema::Transaction& txn) {
         schema::FileSystem& fs = *f.mfs->fs;
         auto st = fs.FStat(txn, f.id);
         if (!st.ok()) return st.status();
-        const uint64_t size = st->attr.size;
+        size = st->attr.size;
         if (kind != 0) {
           // Zeros over the part of the range inside the file (no page is freed).
           static const std::vector<char> zeros(kChunk, '\0');
@@ -529,7 +562,14 @@ Decision Fallocate(FdCall& c, SyscallRegs& call) {
         }
         return Status::Ok();
       },
-      Ok);
+      [&] {
+        if (kind != 0 && static_cast<uint64_t>(offset) < std::min(end, size)) {
+          const std::vector<char> zeros(std::min(end, size) - static_cast<uint64_t>(offset));
+          c.maps.Wrote(*f.mfs, f.id, static_cast<uint64_t>(offset), zeros.data(), zeros.size());
+        }
+        if (!keep && end > size) c.maps.Resized(*f.mfs, f.id, end);
+        return 0L;
+      });
 }
 
 // fcntl F_GETLK .. F_OFD_SETLKW: the range is made absolute here (its base may be the size).
@@ -711,6 +751,7 @@ Decision Move(FdCall& c, Side& in, int64_t in_pos, Side& out, int64_t out_pos, s
       return d;
     }
     if (out_pos < 0) f.offset = at + written;
+    c.maps.Wrote(*f.mfs, f.id, at, data.data(), written);
     if ((f.flags & O_DSYNC) && !FlushLog(*f.mfs).ok()) return Emulate(-EIO);
     put = static_cast<long>(written);
   } else {
@@ -908,11 +949,29 @@ Decision MountHandler::ServeFd(Thread& t, SyscallRegs& call, ServedFile& f) {
   schema::FileSystem& fs = *f.mfs->fs;
   const schema::FileId id = f.id;
   const bool is_path = f.flags & O_PATH;
-  FdCall c{t, f,
+  FdCall c{t,
+           f,
            [this](ServedFile& on, const FileBody& body, const Done& done) {
              return RunOnFile(on, body, done);
            },
-           [this, &t](int fd) { return ServedOf(t, fd); }, CredOf(t)};
+           [this, &t](int fd) { return ServedOf(t, fd); },
+           CredOf(t),
+           shared_maps_};
+
+  // Stores through shared mappings reach the schema before the monitor reads or changes the
+  // file, or the other file of a copy between descriptors.
+  if (!shared_maps_.empty() && WritesBackFirst(nr)) {
+    std::shared_ptr<ServedFile> other;
+    if (nr == SYS_sendfile || nr == SYS_copy_file_range || nr == SYS_splice) {
+      other = ServedOf(t, static_cast<int>(nr == SYS_sendfile ? a1 : a2));
+      if (other.get() == &f) other = ServedOf(t, static_cast<int>(call.arg(0)));
+    }
+    for (ServedFile* file : {&f, other.get()}) {
+      if (!file) continue;
+      CallOutcome o = shared_maps_.WriteBack(*file->mfs, file->id);
+      if (o.kind == CallOutcome::Kind::kConflict) return Conflict();
+    }
+  }
 
   // The calls an O_PATH descriptor allows; every other fails as fdget() does. (Those that
   // check an argument first, or name two descriptors, check it themselves.)
@@ -1026,7 +1085,10 @@ Decision MountHandler::ServeFd(Thread& t, SyscallRegs& call, ServedFile& f) {
       if (is_path) return Emulate(-EBADF);
       if (!S_ISREG(f.type) || !CanWrite(f)) return Emulate(-EINVAL);
       return c.run([&](schema::Transaction& txn) { return fs.FTruncate(txn, c.cred, id, length); },
-                   Ok);
+                   [&] {
+                     shared_maps_.Resized(*f.mfs, id, static_cast<uint64_t>(length));
+                     return 0L;
+                   });
     }
     case SYS_fsync:
     case SYS_fdatasync:

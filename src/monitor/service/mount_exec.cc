@@ -16,10 +16,10 @@
 // for writing can be executed (no ETXTBSY); an interpreter named in a #! line that lies inside a
 // mount is found, which the kernel could not do.
 //
-// mmap. MAP_PRIVATE mappings (and MAP_SHARED ones that cannot write) are anonymous memory filled
-// with the file's bytes: a copy, not coherent with later writes to the file. Beyond the end of
-// the file the mapping reads zeros where a native one raises SIGBUS past the last page. Shared
-// writable mappings are refused with ENODEV.
+// mmap. MAP_PRIVATE mappings are anonymous memory filled with the file's bytes: a copy, not
+// coherent with later writes to the file (a private mapping may differ there natively too, once
+// written). Beyond the end of the file the mapping reads zeros where a native one raises SIGBUS
+// past the last page. MAP_SHARED mappings map the file's mapping file (shared_mappings.h).
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -594,18 +594,8 @@ Decision MountHandler::Mmap(Thread& t, SyscallRegs& call, ServedFile& f) {
   if (shared && (prot & PROT_WRITE) && !f.writable()) return Decision::Emulate(-EACCES);
   if (!f.readable()) return Decision::Emulate(-EACCES);
   if (!S_ISREG(f.type)) return Decision::Emulate(-ENODEV);
-  if (shared && (prot & PROT_WRITE)) {
-    // Writes through the mapping would have to reach the schema: not done, and never lost
-    // silently either.
-    std::string name = PathOfId(*f.mfs, f.id);
-    std::fprintf(
-        stderr,
-        "amino run: %s: shared writable mappings of files in an Amino mount are not "
-        "supported\n",
-        name.empty() ? f.mfs->mount->point.c_str() : f.mfs->mount->HostPathOf(name).c_str());
-    return Decision::Emulate(-ENODEV);
-  }
   if (call.notified) return Decision::Emulate(-ENODEV);  // never: mmap always stops
+  if (shared) return MapShared(t, call, f);
 
   std::string data;
   bool read = false;
@@ -650,6 +640,37 @@ Decision MountHandler::Mmap(Thread& t, SyscallRegs& call, ServedFile& f) {
       if (r < 0) result = r;
     }
     if (result != mapped) rs.Call(SYS_munmap, at, plen);
+  }
+  rs.ReturnFromCall(result);
+  return Decision::Restart();
+}
+
+Decision MountHandler::MapShared(Thread& t, SyscallRegs& call, ServedFile& f) {
+  // The kernel maps the file's mapping file (shared_mappings.h), opened by the tracee itself
+  // for the time of the call, so that every process mapping the file shares its pages.
+  const SharedMappings::Mapping* mapping = nullptr;
+  CallOutcome o = shared_maps_.Get(*f.mfs, f.id, &mapping);
+  if (o.kind == CallOutcome::Kind::kConflict) return Conflict();
+  if (o.kind == CallOutcome::Kind::kStorage) return Decision::Emulate(-EIO);
+  if (!o.status.ok()) return Decision::Emulate(-o.status.error());
+  Decision restart;
+  if (!EnsureRegion(t, call, &restart)) return restart;
+  const uint64_t name = t.proc->region->Put(t.tid, 0, mapping->path + '\0');
+  if (!name) return Decision::Emulate(-ENOMEM);
+  const schema::Cred cred = CredOf(t);
+  const int prot = static_cast<int>(call.arg(2));
+  const uint64_t access = (prot & PROT_WRITE) ? O_RDWR : O_RDONLY;
+  RemoteSyscalls rs(t, call, false, exit_sink_, listener_);
+  SharedMappings::LendTo(mapping->fd, cred.uid, cred.gid);
+  const long fd = rs.Call(SYS_openat, static_cast<uint64_t>(AT_FDCWD), name, access | O_CLOEXEC, 0);
+  SharedMappings::TakeBack(mapping->fd);
+  long result = fd;
+  if (fd >= 0) {
+    result = rs.Call(SYS_mmap, call.arg(0), call.arg(1), call.arg(2), call.arg(3),
+                     static_cast<uint64_t>(fd), call.arg(5));
+    rs.Call(SYS_close, static_cast<uint64_t>(fd));
+  } else if (fd == -EMFILE || fd == -ENFILE) {
+    result = -ENOMEM;  // what mmap itself would say; it needs no descriptor
   }
   rs.ReturnFromCall(result);
   return Decision::Restart();

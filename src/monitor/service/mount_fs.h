@@ -29,6 +29,9 @@ struct MountFs {
   // Files whose last description was closed while a transaction held their record: closed in
   // the schema once it ends (CloseDeferred).
   std::vector<schema::FileId> deferred_closes;
+  // Called after an application transaction on this mount aborted (copies of file content
+  // kept outside the schema, such as shared mapping files, are refreshed).
+  std::function<void()> after_abort;
 };
 
 // Every mount of `table` opened (running recovery where a previous user died). `sync`: every

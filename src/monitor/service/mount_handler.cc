@@ -44,6 +44,10 @@ MountHandler::MountHandler(mounts::MountTable table, std::vector<std::unique_ptr
       external_(options.external) {
   // The file systems were opened on the table before it moved: point them at its new home.
   for (size_t i = 0; i < mounts_.size(); ++i) mounts_[i]->mount = &mount_table_.mounts()[i];
+  for (auto& m : mounts_) {
+    MountFs* fs = m.get();
+    fs->after_abort = [this, fs] { shared_maps_.RefreshAll(*fs); };
+  }
 }
 
 void MountHandler::SetExitSink(std::function<void(pid_t, int)> sink) {
@@ -203,9 +207,16 @@ Decision MountHandler::Serve(Thread& t, SyscallRegs& call) {
     case SYS_msync:
     case SYS_name_to_handle_at:
     case SYS_open_by_handle_at:
-      // sync flushes the host; Amino commits are already in the log the OS has.
+      // sync flushes the host; Amino commits are already in the log the OS has. Stores through
+      // shared mappings of served files reach the schema at msync (and durably with MS_SYNC).
       if (nr == SYS_sync) {
+        (void)shared_maps_.WriteBackAll();
         for (auto& m : mounts_) (void)FlushLog(*m);
+      }
+      if (nr == SYS_msync && !shared_maps_.empty()) {
+        for (MountFs* m : shared_maps_.WriteBackAll()) {
+          if (call.arg(2) & MS_SYNC) (void)FlushLog(*m);
+        }
       }
       return Decision::Pass();
     case SYS_setuid:
@@ -312,6 +323,9 @@ Decision MountHandler::OpenServed(Thread& t, SyscallRegs& call, Target& target, 
     return d;
   }
   txns_.NoteOpened(t.tid, file);  // inside an application transaction: undone if it aborts
+  if ((flags & O_TRUNC) && S_ISREG(file->type) && file->writable()) {
+    shared_maps_.Resized(*file->mfs, file->id, 0);
+  }
   return InstallShadow(t, call, std::move(file));
 }
 
@@ -386,6 +400,9 @@ Decision MountHandler::Descriptors(Thread& t, SyscallRegs& call) {
       if (it == files.end()) return Decision::Pass();
       if (auto f = std::dynamic_pointer_cast<ServedFile>(it->second)) {
         ReleaseProcessLocks(t.proc->tgid, f.get());
+        // Stores through its shared mappings reach the schema at close (a conflict leaves
+        // them for the next occasion).
+        if (!shared_maps_.empty()) (void)shared_maps_.WriteBack(*f->mfs, f->id);
       }
       if (host::ShadowOf(t, a0)) return host_.OnEntry(t, call);
       files.erase(it);  // close releases the number even when it fails
@@ -600,6 +617,8 @@ void MountHandler::OnTaskExit(Thread& t) {
   if (t.tid == t.proc->tgid) ReleaseProcessLocks(t.tid, nullptr);
   txns_.OnTaskExit(t.tid);  // detaches: a transaction no one holds any more is aborted
   CloseDeferred();
+  // A process's mappings end with it: what it stored reaches the schema.
+  if (t.tid == t.proc->tgid && !shared_maps_.empty()) (void)shared_maps_.WriteBackAll();
 }
 
 void MountHandler::OnExec(Thread& t) {

@@ -28,6 +28,7 @@
 #include "monitor/mounts/path_resolver.h"
 #include "monitor/service/mount_fs.h"
 #include "monitor/service/served_file.h"
+#include "monitor/service/shared_mappings.h"
 #include "monitor/service/user_txn.h"
 #include "schema/cred.h"
 
@@ -184,6 +185,7 @@ class MountHandler : public CallHandler {
   // --- mount_exec.cc
   Decision Exec(Thread& t, SyscallRegs& call);
   Decision Mmap(Thread& t, SyscallRegs& call, ServedFile& f);
+  Decision MapShared(Thread& t, SyscallRegs& call, ServedFile& f);
 
   // Credentials of the calling thread for the schema (file-system ids; `real` for access(2)).
   schema::Cred CredOf(Thread& t, bool real = false);
@@ -193,6 +195,7 @@ class MountHandler : public CallHandler {
   mounts::MountTable mount_table_;
   mounts::PathResolver resolver_;
   std::vector<std::unique_ptr<MountFs>> mounts_;
+  SharedMappings shared_maps_;
   host::CredCache creds_;
   // Calls on host paths that must be substituted while the thread is not at a ptrace stop
   // (a notified call cannot have its registers changed): performed by the monitor, as

@@ -653,12 +653,22 @@ Decision MountHandler::ServePath(Thread& t, SyscallRegs& call, Target* targets, 
           },
           ok);
     }
-    case SYS_truncate:
+    case SYS_truncate: {
+      schema::FileId truncated = 0;
       return run(
           [&](MountFs& m, schema::Transaction& txn, const std::string& rel) {
+            if (!shared_maps_.empty()) {
+              auto st = m.fs->GetStat(txn, cred, rel, true);
+              if (st.ok()) truncated = st->ino;
+            }
             return m.fs->Truncate(txn, cred, rel, static_cast<int64_t>(a1));
           },
-          no_id, ok);
+          no_id,
+          [&] {
+            if (truncated) shared_maps_.Resized(*where, truncated, a1);
+            return 0L;
+          });
+    }
     case SYS_setxattr:
     case SYS_lsetxattr:
       return run(

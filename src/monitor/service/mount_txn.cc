@@ -18,6 +18,7 @@ void MountHandler::Finish() {
   // they held back are done, waiting for locks now that no one else can take them. Under
   // external synchrony the end of the command is output too (its exit status).
   txns_ = TxnManager(false, {});
+  (void)shared_maps_.WriteBackAll();
   for (auto& m : mounts_) service::CloseDeferred(*m, true);
   if (external_) (void)FlushForOutput();
 }

@@ -15,8 +15,10 @@ void UserTxn::AbortTree(State to) {
   for (auto& weak : children) {
     if (auto child = weak.lock(); child && child->state != State::kEnded) child->AbortTree(to);
   }
+  const bool undone = txn != nullptr;
   if (txn) (void)txn->Abort();
   txn.reset();
+  if (undone && mfs && mfs->after_abort) mfs->after_abort();
   for (auto& weak : opened) {
     if (auto f = weak.lock()) {
       f->counted = false;  // the count this transaction took is undone

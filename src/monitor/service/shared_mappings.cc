@@ -1,0 +1,240 @@
+#include "monitor/service/shared_mappings.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+namespace amino::monitor::service {
+
+namespace {
+
+using schema::Status;
+
+constexpr size_t kPage = 4096;
+constexpr size_t kChunk = 64 * 1024;  // bytes compared per schema read
+
+bool ReadAll(int fd, char* buf, size_t len, uint64_t at) {
+  size_t got = 0;
+  while (got < len) {
+    ssize_t n = pread(fd, buf + got, len - got, static_cast<off_t>(at + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    got += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool WriteAll(int fd, const char* buf, size_t len, uint64_t at) {
+  size_t put = 0;
+  while (put < len) {
+    ssize_t n = pwrite(fd, buf + put, len - put, static_cast<off_t>(at + put));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    put += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+uint64_t SizeOf(int fd) {
+  struct stat st;
+  return fstat(fd, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+}
+
+}  // namespace
+
+SharedMappings::~SharedMappings() {
+  for (auto& [key, mapping] : files_) {
+    close(mapping.fd);
+    unlink(mapping.path.c_str());
+  }
+  if (!dir_.empty()) rmdir(dir_.c_str());
+}
+
+std::string SharedMappings::MakeDirectory() {
+  // Memory-backed where there is /dev/shm. Searchable by everyone (the tracee opens its files
+  // by name) but not listable; each file is readable by its owner only, lent to the tracee
+  // that maps it for the time of its open.
+  for (const char* base : {"/dev/shm", "/tmp"}) {
+    std::string templ = std::string(base) + "/amino-mappings-XXXXXX";
+    if (mkdtemp(templ.data()) && chmod(templ.c_str(), 0711) == 0) return templ;
+  }
+  return {};
+}
+
+const SharedMappings::Mapping* SharedMappings::Find(const MountFs& m, schema::FileId id) const {
+  auto it = files_.find({&m, id});
+  return it == files_.end() ? nullptr : &it->second;
+}
+
+CallOutcome SharedMappings::Get(MountFs& m, schema::FileId id, const Mapping** out) {
+  if (const Mapping* found = Find(m, id)) {
+    *out = found;
+    return {};
+  }
+  CallOutcome failed;
+  failed.status = Status::Errno(ENOMEM);
+  if (dir_.empty()) dir_ = MakeDirectory();
+  if (dir_.empty()) return failed;
+  Mapping mapping;
+  mapping.path = dir_ + "/" + std::to_string(++made_);
+  mapping.fd = open(mapping.path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (mapping.fd < 0) {
+    failed.status = Status::Errno(errno);
+    return failed;
+  }
+  CallOutcome filled = CopyIn(m, id, mapping.fd, 0, UINT64_MAX);
+  if (filled.kind != CallOutcome::Kind::kDone || !filled.status.ok()) {
+    close(mapping.fd);
+    unlink(mapping.path.c_str());
+    return filled;
+  }
+  *out = &(files_[{&m, id}] = std::move(mapping));
+  return {};
+}
+
+CallOutcome SharedMappings::CopyIn(MountFs& m, schema::FileId id, int fd, uint64_t from,
+                                   uint64_t to) {
+  // The stored parts of the range only (a file may be sparse, and terabytes long); the rest of
+  // the range becomes a hole of the mapping file.
+  std::vector<char> chunk(kChunk);
+  int err = 0;
+  CallOutcome o = RunCallAlone(m, [&](schema::Transaction& txn) -> Status {
+    auto st = m.fs->FStat(txn, id);
+    if (!st.ok()) return st.status();
+    const uint64_t size = st->attr.size;
+    const uint64_t end = std::min(to, size);
+    if (ftruncate(fd, static_cast<off_t>(std::min(from, size))) != 0 ||
+        ftruncate(fd, static_cast<off_t>(size)) != 0) {
+      err = errno;
+      return Status::Ok();
+    }
+    uint64_t at = from;
+    while (at < end) {
+      auto data = m.fs->SeekData(txn, id, at);
+      if (!data.ok()) {
+        if (data.status().error() == ENXIO) break;  // no stored byte after `at`
+        return data.status();
+      }
+      if (*data >= end) break;
+      auto hole = m.fs->SeekHole(txn, id, *data);
+      if (!hole.ok()) return hole.status();
+      for (at = *data; at < std::min(*hole, end);) {
+        const size_t len =
+            static_cast<size_t>(std::min<uint64_t>(kChunk, std::min(*hole, end) - at));
+        auto got = m.fs->Read(txn, id, at, chunk.data(), len);
+        if (!got.ok()) return got.status();
+        if (*got == 0) break;
+        if (!WriteAll(fd, chunk.data(), *got, at)) {
+          err = errno ? errno : EIO;
+          return Status::Ok();
+        }
+        at += *got;
+      }
+      at = std::max(at, *hole);
+    }
+    return Status::Ok();
+  });
+  if (o.kind == CallOutcome::Kind::kDone && o.status.ok() && err) o.status = Status::Errno(err);
+  return o;
+}
+
+CallOutcome SharedMappings::WriteBack(MountFs& m, schema::FileId id) {
+  const Mapping* mapping = Find(m, id);
+  if (!mapping) return {};
+  // Only the pages that differ are written: a write-back changes nothing when nothing was
+  // stored (and leaves the file's times alone then). Holes of the mapping file (never stored
+  // to) match the schema's.
+  const int fd = mapping->fd;
+  const uint64_t size = SizeOf(fd);
+  std::vector<char> mine(kChunk), stored(kChunk);
+  CallOutcome o = RunCallAlone(m, [&](schema::Transaction& txn) -> Status {
+    off_t at = 0;
+    while (static_cast<uint64_t>(at) < size) {
+      const off_t data = lseek(fd, at, SEEK_DATA);
+      if (data < 0) break;  // ENXIO: no data after `at`
+      off_t hole = lseek(fd, data, SEEK_HOLE);
+      if (hole < 0) hole = static_cast<off_t>(size);
+      for (at = data; at < hole;) {
+        const size_t len = static_cast<size_t>(std::min<off_t>(kChunk, hole - at));
+        const uint64_t pos = static_cast<uint64_t>(at);
+        if (!ReadAll(fd, mine.data(), len, pos)) return Status::Errno(EIO);
+        auto got = m.fs->Read(txn, id, pos, stored.data(), len);
+        if (!got.ok()) return got.status();
+        if (*got < len) std::memset(stored.data() + *got, 0, len - *got);
+        for (size_t page = 0; page < len; page += kPage) {
+          const size_t n = std::min(kPage, len - page);
+          if (std::memcmp(mine.data() + page, stored.data() + page, n) == 0) continue;
+          auto put = m.fs->Write(txn, schema::Cred::Root(), id, pos + page, mine.data() + page, n);
+          if (!put.ok()) return put.status();
+        }
+        at += static_cast<off_t>(len);
+      }
+    }
+    return Status::Ok();
+  });
+  if (o.kind == CallOutcome::Kind::kDone && o.status.error() == ESTALE) {
+    // The file is gone (removed, its last description closed): what is stored in a mapping
+    // of it now goes nowhere, as with the kernel's.
+    auto it = files_.find({&m, id});
+    close(it->second.fd);
+    unlink(it->second.path.c_str());
+    files_.erase(it);
+    o.status = Status::Ok();
+  }
+  return o;
+}
+
+std::vector<MountFs*> SharedMappings::WriteBackAll() {
+  std::vector<MountFs*> written;
+  std::vector<Key> keys;
+  for (auto& [key, mapping] : files_) keys.push_back(key);
+  for (const Key& key : keys) {  // (a write-back may forget a file that is gone)
+    MountFs& m = *const_cast<MountFs*>(key.first);
+    CallOutcome o = WriteBack(m, key.second);
+    if (o.kind == CallOutcome::Kind::kDone && !o.status.ok() && o.status.error() != ENOENT) {
+      std::fprintf(stderr, "amino run: %s: writing back a shared mapping of file %llu: %s\n",
+                   m.mount->point.c_str(), static_cast<unsigned long long>(key.second),
+                   o.status.message().c_str());
+    }
+    if (std::find(written.begin(), written.end(), &m) == written.end()) written.push_back(&m);
+  }
+  return written;
+}
+
+void SharedMappings::Wrote(const MountFs& m, schema::FileId id, uint64_t at, const char* data,
+                           size_t len) {
+  // Just the bytes written: stores other processes made meanwhile elsewhere in the file stay.
+  if (const Mapping* mapping = Find(m, id)) (void)WriteAll(mapping->fd, data, len, at);
+}
+
+void SharedMappings::Resized(const MountFs& m, schema::FileId id, uint64_t size) {
+  // Cut off, or extended with zeros, as the schema's file.
+  if (const Mapping* mapping = Find(m, id)) (void)ftruncate(mapping->fd, static_cast<off_t>(size));
+}
+
+void SharedMappings::Refresh(MountFs& m, schema::FileId id) {
+  if (const Mapping* mapping = Find(m, id)) CopyIn(m, id, mapping->fd, 0, UINT64_MAX);
+}
+
+void SharedMappings::RefreshAll(MountFs& m) {
+  for (auto& [key, mapping] : files_) {
+    if (key.first == &m) CopyIn(m, key.second, mapping.fd, 0, UINT64_MAX);
+  }
+}
+
+void SharedMappings::LendTo(int fd, uid_t uid, gid_t gid) {
+  if (geteuid() == 0) (void)fchown(fd, uid, gid);
+}
+
+void SharedMappings::TakeBack(int fd) {
+  if (geteuid() == 0) (void)fchown(fd, 0, 0);
+}
+
+}  // namespace amino::monitor::service

@@ -1,0 +1,77 @@
+// Shared mappings (MAP_SHARED) of files in an Amino mount. The kernel maps one host file per
+// mapped file, its mapping file, into every process that maps the file shared, so that their
+// stores reach each other at once, as in one page cache (SQLite's WAL index, for one, is such
+// a file). The schema stays the file's content for every call the monitor serves:
+// - the mapping file is filled from the schema when the file is first mapped shared;
+// - what the monitor writes to the file (write, truncate, fallocate, copies) is copied into it;
+// - what processes stored through their mappings is written back to the schema before the
+//   monitor reads or changes the file, at msync, fsync and close, when a process ends and when
+//   `amino run` ends.
+// Stores through a mapping belong to no application transaction (they are written back in
+// transactions of their own), and two `amino run` on one database have a mapping file each.
+// The cost of a write-back is a comparison of the whole file: meant for the small coordination
+// files programs share this way, not for mapping gigabytes.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <utility>
+
+#include "monitor/service/mount_fs.h"
+#include "schema/filesystem.h"
+
+namespace amino::monitor::service {
+
+class SharedMappings {
+ public:
+  struct Mapping {
+    std::string path;  // where the tracee opens it (a private directory of the monitor)
+    int fd = -1;       // the monitor's descriptor (read-write)
+  };
+
+  SharedMappings() = default;
+  SharedMappings(const SharedMappings&) = delete;
+  SharedMappings& operator=(const SharedMappings&) = delete;
+  ~SharedMappings();
+
+  // The mapping file of `id` in `m`, made and filled from the schema on first use. A lock
+  // conflict comes back as kConflict (the caller parks).
+  CallOutcome Get(MountFs& m, schema::FileId id, const Mapping** out);
+  // The mapping file of `id` in `m`, if it has one.
+  const Mapping* Find(const MountFs& m, schema::FileId id) const;
+  bool empty() const { return files_.empty(); }
+
+  // Stores made through mappings of `id` (or of every mapped file) to the schema.
+  CallOutcome WriteBack(MountFs& m, schema::FileId id);
+  // Every mapped file; conflicts are left for the next occasion. Returns the mounts written to.
+  std::vector<MountFs*> WriteBackAll();
+  // The monitor wrote `len` bytes at `at` of `id`, or set its size: the mapping file follows.
+  // (Writes made in an application transaction are seen by mappers at once: mappings are not
+  // isolated. After an abort, RefreshAll brings the mount's mapping files back to the schema,
+  // dropping stores not yet written back rather than bringing aborted bytes back.)
+  void Wrote(const MountFs& m, schema::FileId id, uint64_t at, const char* data, size_t len);
+  void Resized(const MountFs& m, schema::FileId id, uint64_t size);
+  // The mapping file of `id`, or of every file mapped in `m`, filled again from the schema
+  // (after changes the monitor cannot follow byte by byte: fallocate, an abort).
+  void Refresh(MountFs& m, schema::FileId id);
+  void RefreshAll(MountFs& m);
+
+  // Makes `fd` openable by `uid`/`gid` for the time of an open made in the tracee (a no-op
+  // unless the monitor runs as root), and gives it back.
+  static void LendTo(int fd, uid_t uid, gid_t gid);
+  static void TakeBack(int fd);
+
+ private:
+  using Key = std::pair<const MountFs*, schema::FileId>;
+  // Copies schema bytes [from, to) of the file into its mapping file, and its size.
+  CallOutcome CopyIn(MountFs& m, schema::FileId id, int fd, uint64_t from, uint64_t to);
+  std::string MakeDirectory();
+
+  std::string dir_;
+  uint64_t made_ = 0;
+  std::map<Key, Mapping> files_;
+};
+
+}  // namespace amino::monitor::service
