@@ -1,6 +1,9 @@
 """C programs under `amino run`: redirections made with dup2, fork and exec; a descriptor passed
 over a UNIX socket (SCM_RIGHTS) to a child; what descriptors and open file descriptions share
-(offsets, flags, locks, mappings); eight threads writing one file with pwrite."""
+(offsets, flags, locks, mappings); eight threads writing one file with pwrite; FIFOs and device
+nodes made in the scratch directory, opened by several processes."""
+
+import os
 
 import ittest
 from ittest import program, write
@@ -28,6 +31,11 @@ class CProgramsTest(ittest.ScenarioTest):
         # Stores through MAP_SHARED mappings are seen at once by another process's mapping and
         # by read(); write() and ftruncate() are seen in the mappings; close keeps the stores.
         self.check([program("shared_mapping")], expect_status=0)
+
+    def test_fifos_and_device_nodes(self):
+        if os.geteuid() != 0:
+            self.fail("this test runs as root: it makes device nodes and opens as nobody")
+        self.check([program("special_nodes")], expect_status=0)
 
     def test_threads_pwrite_disjoint_regions(self):
         self.check([program("threads_io")], expect_status=0)

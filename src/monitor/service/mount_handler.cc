@@ -281,6 +281,8 @@ Decision MountHandler::OpenServed(Thread& t, SyscallRegs& call, Target& target, 
   const schema::Cred cred = CredOf(t);
   const mode_t final_mode = mode & ~UmaskOf(t) & 07777;
   file->flags = flags & ~(O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_CLOEXEC);
+  MountFs* node_fs = nullptr;  // a FIFO or device node, opened by the kernel (mount_nodes.cc)
+  schema::Stat node;
   PathBody body = [&](MountFs& m, schema::Transaction& txn, const std::string& rel) {
     file->mfs = &m;
     if ((flags & O_TMPFILE) == O_TMPFILE) {
@@ -307,10 +309,16 @@ Decision MountHandler::OpenServed(Thread& t, SyscallRegs& call, Target& target, 
     }
     file->type = r->stat.attr.mode & S_IFMT;
     file->counted = true;
-    if (!S_ISREG(file->type) && !S_ISDIR(file->type)) {
-      // FIFOs, sockets and devices stored in a mount have no kernel object behind them here.
-      return schema::Status::Errno(ENXIO);
+    if (S_ISFIFO(file->type) || S_ISCHR(file->type) || S_ISBLK(file->type)) {
+      // The access is granted; the descriptor will be the kernel's, not a served one, so the
+      // schema does not count it as open.
+      AMINO_RETURN_IF_ERROR(m.fs->Close(txn, r->id));
+      file->counted = false;
+      node_fs = &m;
+      node = r->stat;
+      return schema::Status::Ok();
     }
+    if (!S_ISREG(file->type) && !S_ISDIR(file->type)) return schema::Status::Errno(ENXIO);
     return schema::Status::Ok();
   };
   bool opened = false;
@@ -322,6 +330,7 @@ Decision MountHandler::OpenServed(Thread& t, SyscallRegs& call, Target& target, 
     file->counted = false;  // the transaction that counted the open was aborted
     return d;
   }
+  if (node_fs) return OpenNode(t, call, *node_fs, node, flags);
   txns_.NoteOpened(t.tid, file);  // inside an application transaction: undone if it aborts
   if ((flags & O_TRUNC) && S_ISREG(file->type) && file->writable()) {
     shared_maps_.Resized(*file->mfs, file->id, 0);
@@ -614,6 +623,7 @@ void MountHandler::OnExit(Thread& t, SyscallRegs& call) {
 void MountHandler::OnTaskExit(Thread& t) {
   host_.OnTaskExit(t);
   pending_.erase(t.tid);
+  fifo_waits_.erase(t.tid);
   if (t.tid == t.proc->tgid) ReleaseProcessLocks(t.tid, nullptr);
   txns_.OnTaskExit(t.tid);  // detaches: a transaction no one holds any more is aborted
   CloseDeferred();

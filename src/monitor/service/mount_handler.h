@@ -9,6 +9,7 @@
 //   mount_paths.cc     calls on paths (stat, mkdir, rename, xattrs, ...)
 //   mount_data.cc      calls on served descriptors (read, write, getdents, locks, ...)
 //   mount_exec.cc      exec of programs stored in a mount; mmap of served files
+//   mount_nodes.cc     opens of stored FIFOs and device nodes (on host nodes, host_nodes.h)
 #pragma once
 
 #include <sys/stat.h>
@@ -26,6 +27,7 @@
 #include "monitor/host/host_handler.h"
 #include "monitor/mounts/mount_table.h"
 #include "monitor/mounts/path_resolver.h"
+#include "monitor/service/host_nodes.h"
 #include "monitor/service/mount_fs.h"
 #include "monitor/service/served_file.h"
 #include "monitor/service/shared_mappings.h"
@@ -187,6 +189,29 @@ class MountHandler : public CallHandler {
   Decision Mmap(Thread& t, SyscallRegs& call, ServedFile& f);
   Decision MapShared(Thread& t, SyscallRegs& call, ServedFile& f);
 
+  // --- mount_nodes.cc
+  // An open (`flags`) that reached stored FIFO or device node `node` of `m`, the access granted
+  // by the schema: the kernel opens the host node that stands for it, so the descriptor is the
+  // kernel's own (a pipe shared by every opener, the device).
+  Decision OpenNode(Thread& t, SyscallRegs& call, MountFs& m, const schema::Stat& node, int flags);
+  // A notified open of a FIFO, done by the monitor without blocking, as the kernel would do it
+  // for the caller: an open that must wait for the other end is parked and tried again.
+  struct FifoWait {
+    uint64_t notification = 0;
+    std::string path;  // the host node
+    int flags = 0;
+    host::Creds creds;
+    // A blocking reader's end, opened at once (it counts as a reader, as a reader waiting in
+    // the kernel does) and handed over once a writer has come.
+    host::ScopedFd reader;
+  };
+  Decision OpenFifoNotified(Thread& t, SyscallRegs& call, std::unique_ptr<FifoWait> w);
+  // The parked FIFO open of this notified call, tried again (nullopt: it is no such call).
+  // Ends the waits whose call no longer waits (a signal ended it, or its thread died).
+  std::optional<Decision> ResumeFifoWait(Thread& t, SyscallRegs& call);
+  // Whether a writer has had the FIFO open since `fd` (a non-blocking read end) was opened.
+  bool WriterCame(int fd);
+
   // Credentials of the calling thread for the schema (file-system ids; `real` for access(2)).
   schema::Cred CredOf(Thread& t, bool real = false);
   mode_t UmaskOf(Thread& t);
@@ -204,6 +229,9 @@ class MountHandler : public CallHandler {
   std::unordered_map<ino_t, std::weak_ptr<ServedFile>> by_ino_;
   std::unordered_multimap<ino_t, std::shared_ptr<ServedFile>> in_flight_;
   std::unordered_map<pid_t, Pending> pending_;
+  HostNodes nodes_;
+  std::unordered_map<pid_t, std::unique_ptr<FifoWait>> fifo_waits_;
+  host::ScopedFd probe_read_, probe_write_;  // a pipe WriterCame copies into without consuming
   // Declared after the mounts: transactions end before the file systems close.
   TxnManager txns_;
   pid_t caller_ = 0;  // the thread whose call is being served

@@ -21,6 +21,8 @@ void MountHandler::Finish() {
   (void)shared_maps_.WriteBackAll();
   for (auto& m : mounts_) service::CloseDeferred(*m, true);
   if (external_) (void)FlushForOutput();
+  fifo_waits_.clear();
+  nodes_.Remove();
 }
 
 bool MountHandler::FlushForOutput() {
@@ -43,6 +45,9 @@ bool MountHandler::FlushForOutput() {
 Decision MountHandler::OnEntry(Thread& t, SyscallRegs& call) {
   const long nr = call.nr();
   if (nr >= AMINO_SYS_BASE && nr < AMINO_SYS_BASE + AMINO_SYS_COUNT) return TxnCall(t, call);
+  if (!fifo_waits_.empty()) {
+    if (std::optional<Decision> d = ResumeFifoWait(t, call)) return *d;
+  }
   CloseDeferred();
   const uint64_t calls_before = CallsRun();
   Decision d = txns_.Current(t.tid) == 0 ? Serve(t, call) : ServeInTxn(t, call);
