@@ -142,6 +142,23 @@ Status FileSystem::Utimens(Transaction& txn, const Cred& c, std::string_view pat
   return UtimensNode(ops, txn.raw(), c, n, times);
 }
 
+Result<bool> FileSystem::TouchAtime(Transaction& txn, FileId id) {
+  Ops ops(*store_);
+  AMINO_ASSIGN_OR_RETURN(Node n, ops.NodeById(txn.raw(), id));
+  auto not_after = [](const timespec& a, const timespec& b) {
+    return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec <= b.tv_nsec);
+  };
+  const timespec now = Now();
+  constexpr time_t kDay = 24 * 60 * 60;
+  // relatime_need_update() in fs/inode.c.
+  const bool due = not_after(n.attr.atime, n.attr.mtime) || not_after(n.attr.atime, n.attr.ctime) ||
+                   now.tv_sec - n.attr.atime.tv_sec >= kDay;
+  if (!due) return false;
+  n.attr.atime = now;
+  AMINO_RETURN_IF_ERROR(ops.SaveAttr(txn.raw(), n));
+  return true;
+}
+
 Status FileSystem::FUtimens(Transaction& txn, const Cred& c, FileId id, const timespec* times) {
   Ops ops(*store_);
   AMINO_ASSIGN_OR_RETURN(Node n, ops.NodeById(txn.raw(), id));

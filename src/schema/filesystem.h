@@ -121,6 +121,10 @@ class FileSystem {
   // The caller checked the access mode at open; these check only what Linux checks on an fd.
   Status Close(Transaction& t, FileId id);
   Result<Stat> FStat(Transaction& t, FileId id);
+  // An access to the file's data (a read, a listing, a mapping) on a relatime mount, Linux's
+  // default: atime becomes now when it is not later than mtime or ctime, or is a day old.
+  // Nothing else changes (not ctime). Returns whether atime was written.
+  Result<bool> TouchAtime(Transaction& t, FileId id);
   Result<size_t> Read(Transaction& t, FileId id, uint64_t offset, void* buf, size_t len);
   Result<size_t> Write(Transaction& t, const Cred& c, FileId id, uint64_t offset, const void* buf,
                        size_t len);

@@ -74,6 +74,21 @@ class CoreutilsTest(ittest.ScenarioTest):
         self.check(sh("du -abl src | sort -k2 && du -sb src && du -b --max-depth=1 . | sort -k2 "
                       "&& du -ab src/a.txt src/a-hardlink"), setup=tree)
 
+    def test_access_times_follow_relatime(self):
+        # On a relatime mount (Linux's default) reading a file, listing a directory and mapping
+        # a file make an access time older than the last change current; reading again does
+        # not move it; O_NOATIME reads leave it alone.
+        script = (
+            "old=1000000000; echo data > f; mkdir d; touch -a -d @$old f d; "
+            "cat f > /dev/null; a=$(stat -c %X f); [ $a -gt $old ] && echo read: updated; "
+            "cat f > /dev/null; [ $(stat -c %X f) = $a ] && echo read again: unchanged; "
+            "ls d > /dev/null; [ $(stat -c %X d) -gt $old ] && echo listed: updated; "
+            "touch -a -d @$old f; python3 -c \"import os; fd = os.open('f', os.O_RDONLY | "
+            "os.O_NOATIME); os.read(fd, 4)\"; [ $(stat -c %X f) = $old ] && echo noatime: "
+            "unchanged; python3 -c \"import mmap; f = open('f', 'rb'); mmap.mmap(f.fileno(), 0, "
+            "access=mmap.ACCESS_READ)\"; [ $(stat -c %X f) -gt $old ] && echo mapped: updated")
+        self.check(sh(script))
+
     def test_stat(self):
         self.check(sh("cd src && stat -c '%n|%F|%s|%a|%A|%h|%U|%G|%Y|%N' a.txt b.bin empty run.sh "
                       "'with space.txt' sub sub/d.txt d-link dangling a-hardlink && "

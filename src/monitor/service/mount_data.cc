@@ -245,6 +245,7 @@ Decision ReadData(FdCall& c, const std::vector<iovec>& iov, size_t total, int64_
         }
         if (copied == 0 && !data.empty()) return static_cast<long>(-EFAULT);
         if (at_cursor) c.f.offset = static_cast<uint64_t>(start) + copied;
+        if (total > 0) NoteDataAccess(c.f);  // as filemap_read(), even at the end of file
         return static_cast<long>(copied);
       });
 }
@@ -412,6 +413,7 @@ Decision Getdents(FdCall& c, uint64_t addr, unsigned count, bool wide) {
         return Status::Ok();
       },
       [&] {
+        NoteDataAccess(f);  // iterate_dir() touches the directory's atime, even at the end
         if (ends.empty()) {
           if (at_end) f.offset = f.dir_offset = static_cast<uint64_t>(kOffsetMax);
           return 0L;

@@ -595,6 +595,7 @@ Decision MountHandler::Mmap(Thread& t, SyscallRegs& call, ServedFile& f) {
   if (!f.readable()) return Decision::Emulate(-EACCES);
   if (!S_ISREG(f.type)) return Decision::Emulate(-ENODEV);
   if (call.notified) return Decision::Emulate(-ENODEV);  // never: mmap always stops
+  NoteDataAccess(f);                                     // generic_file_mmap() touches atime
   if (shared) return MapShared(t, call, f);
 
   std::string data;

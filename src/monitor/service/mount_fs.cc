@@ -84,6 +84,7 @@ CallOutcome RunCallAlone(MountFs& m,
     out.status = body(*txn);
     if (out.status.ok()) {
       out.status = txn->Commit();
+      if (out.status.ok() && schema::Store::WritesMade() != writes_before) ++m.change_generation;
     } else if (parent && !out.status.is_conflict() && !out.status.is_storage() &&
                schema::Store::WritesMade() == writes_before) {
       // A call that fails inside an application transaction without having changed anything

@@ -29,6 +29,9 @@ struct MountFs {
   // Files whose last description was closed while a transaction held their record: closed in
   // the schema once it ends (CloseDeferred).
   std::vector<schema::FileId> deferred_closes;
+  // Bumped by every committed call that changed something: a file whose atime was current at
+  // one value stays current until it changes (relatime needs a look only then).
+  uint64_t change_generation = 1;
   // Called after an application transaction on this mount aborted (copies of file content
   // kept outside the schema, such as shared mapping files, are refreshed).
   std::function<void()> after_abort;

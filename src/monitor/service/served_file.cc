@@ -1,5 +1,7 @@
 #include "monitor/service/served_file.h"
 
+#include <fcntl.h>
+
 #include <cstdio>
 
 #include "monitor/service/file_locks.h"
@@ -23,6 +25,18 @@ ServedFile::~ServedFile() {
   } else if (o.kind == CallOutcome::Kind::kDone && !o.status.ok()) {
     std::fprintf(stderr, "amino: %s: closing file %llu: %s\n", mfs->mount->point.c_str(),
                  static_cast<unsigned long long>(id), o.status.message().c_str());
+  }
+}
+
+void NoteDataAccess(ServedFile& f) {
+  if (!f.mfs || (f.flags & O_NOATIME) || f.atime_current_at == f.mfs->change_generation) return;
+  CallOutcome o = RunCallAlone(*f.mfs, [&](schema::Transaction& t) -> schema::Status {
+    auto wrote = f.mfs->fs->TouchAtime(t, f.id);
+    return wrote.ok() ? schema::Status::Ok() : wrote.status();
+  });
+  // Current now (a conflict or a failure leaves it for the next access).
+  if (o.kind == CallOutcome::Kind::kDone && o.status.ok()) {
+    f.atime_current_at = f.mfs->change_generation;
   }
 }
 

@@ -39,6 +39,8 @@ struct ServedFile : OpenFile {
   ino_t placeholder_ino = 0;
   // The schema counts open descriptions (an unlinked file lives until the last is closed).
   bool counted = false;
+  // The mount's change generation when this file's atime was last found current (relatime).
+  uint64_t atime_current_at = 0;
   // The open application transaction that took the count (its close runs inside it).
   std::weak_ptr<UserTxn> opened_in;
 
@@ -54,5 +56,10 @@ struct ServedFile : OpenFile {
   }
   bool is_dir() const { return S_ISDIR(type); }
 };
+
+// An access to the data of served file `f` (read, getdents, mmap): its atime follows relatime,
+// in a transaction of its own that gives way to any lock held by another (best effort, as the
+// kernel's lazy atime is). O_NOATIME descriptions leave it alone.
+void NoteDataAccess(ServedFile& f);
 
 }  // namespace amino::monitor::service
