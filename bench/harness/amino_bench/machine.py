@@ -49,6 +49,7 @@ def describe(work_dir, loop_info=None):
     rotational = _read(q + "rotational")
     facts = [
         ("CPU", "%s, %d cores" % (cpu or platform.processor(), os.cpu_count() or 0)),
+        ("CPUs used", _cpus_used()),
         ("RAM", "%.1f GiB" % (mem_kib / 1024 / 1024)),
         ("Kernel", "%s %s" % (platform.system(), platform.release())),
         ("OS", _os_name()),
@@ -69,6 +70,14 @@ def describe(work_dir, loop_info=None):
             _first_line(["gcc", "--version"])) if x)),
     ]
     return facts
+
+
+def _cpus_used():
+    mine, total = sorted(os.sched_getaffinity(0)), os.cpu_count() or 0
+    if len(mine) == total:
+        return "all %d" % total
+    return "%s of %d (bench/run --cpus): every workload, tracer and monitor ran there" % (
+        ",".join(map(str, mine)), total)
 
 
 def _first_line(argv, fallback=""):
