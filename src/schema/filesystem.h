@@ -3,7 +3,10 @@
 // Linux would return for the same call, as an errno in a Status.
 //
 // Paths are relative to the mount's root and start with "/": "/", "/a/b". They may contain ".",
-// "..", repeated and trailing slashes. Symbolic links stored here are followed (40 at most, then
+// "..", repeated and trailing slashes, and have no limit on their length: PATH_MAX bounds a
+// system call's argument, which the caller checks, not the path a walk from a deep working
+// directory reaches; a name longer than NAME_MAX is ENAMETOOLONG when the walk reaches it.
+// Symbolic links stored here are followed (40 at most, then
 // ELOOP). A resolution that leaves the file system (an absolute link target, or ".." at the root,
 // as on a real mount) ends with Status::Escape: error EXDEV with escaped_path() set for the
 // monitor to continue on the host.
@@ -83,6 +86,8 @@ class FileSystem {
   // access(2) with R_OK/W_OK/X_OK/F_OK; `c` is the real uid/gid for access, effective for faccessat
   // with AT_EACCESS.
   Status Access(Transaction& t, const Cred& c, std::string_view path, int mode, bool follow = true);
+  // With O_TMPFILE, `path` is a directory and the file opened has no name (an orphan freed at
+  // its last Close) until LinkFile gives it one.
   Result<OpenResult> Open(Transaction& t, const Cred& c, std::string_view path, int flags,
                           mode_t mode = 0);
   Result<Stat> Mknod(Transaction& t, const Cred& c, std::string_view path, mode_t mode,
@@ -92,6 +97,11 @@ class FileSystem {
   Status Unlink(Transaction& t, const Cred& c, std::string_view path);
   Status Link(Transaction& t, const Cred& c, std::string_view oldpath, std::string_view newpath,
               bool follow_old = false);
+  // linkat(fd, "", ..., AT_EMPTY_PATH): a new name for the open file `id`. One without a name
+  // gets it only when `linkable` (opened with O_TMPFILE, not O_EXCL, never linked since); ENOENT
+  // otherwise, as for a file that is gone.
+  Status LinkFile(Transaction& t, const Cred& c, FileId id, std::string_view newpath,
+                  bool linkable);
   Status Symlink(Transaction& t, const Cred& c, std::string_view target, std::string_view linkpath);
   Result<std::string> Readlink(Transaction& t, const Cred& c, std::string_view path);
   // flags: 0, RENAME_NOREPLACE or RENAME_EXCHANGE.

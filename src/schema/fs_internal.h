@@ -73,6 +73,11 @@ class Ops {
   // Creates a new file named `path` (its parent must exist and be checked by the caller).
   Result<Node> CreateNode(DB_TXN* t, const Cred& c, std::string_view path, mode_t mode, dev_t rdev,
                           const Attr& parent_attr);
+  // A file without a name, open once (open with O_TMPFILE): in the Orphan db from the start,
+  // so that its last close, or recovery after a crash, frees it unless a link names it first.
+  Result<Node> CreateUnnamed(DB_TXN* t, const Cred& c, mode_t mode, const Attr& parent_attr);
+  // Stores `iv` under a fresh random id.
+  Result<FileId> NewInode(DB_TXN* t, const InodeValue& iv);
   // Removes one name of a file; frees or orphans the file when it was the last.
   Status RemoveName(DB_TXN* t, Node& node, std::string_view path, const timespec& now);
   // Frees a file no name and no open description refer to: pages, xattrs, records.

@@ -27,8 +27,8 @@ static FileId RandomId() {
   return id;
 }
 
-Result<Node> Ops::CreateNode(DB_TXN* t, const Cred& c, std::string_view path, mode_t mode,
-                             dev_t rdev, const Attr& parent_attr) {
+// The attributes of a new file: the caller's ids, or the directory's group (set-group-ID).
+static Attr InitialAttr(const Cred& c, mode_t mode, dev_t rdev, const Attr& parent_attr) {
   Attr a;
   a.mode = mode;
   a.nlink = S_ISDIR(mode) ? 2 : 1;
@@ -45,14 +45,23 @@ Result<Node> Ops::CreateNode(DB_TXN* t, const Cred& c, std::string_view path, mo
   }
   a.rdev = rdev;
   a.atime = a.mtime = a.ctime = Now();
-  FileId id;
+  return a;
+}
+
+// Stores `iv` under a fresh id.
+Result<FileId> Ops::NewInode(DB_TXN* t, const InodeValue& iv) {
   for (;;) {
-    id = RandomId();
-    Status st = s_.Put(s_.data(), t, IdKey(id), EncodeInodeValue(InodeValue{1, 0, std::nullopt}),
-                       DB_NOOVERWRITE);
-    if (st.ok()) break;
+    FileId id = RandomId();
+    Status st = s_.Put(s_.data(), t, IdKey(id), EncodeInodeValue(iv), DB_NOOVERWRITE);
+    if (st.ok()) return id;
     if (st.kind() != Status::Kind::kErrno || st.error() != EEXIST) return st;
   }
+}
+
+Result<Node> Ops::CreateNode(DB_TXN* t, const Cred& c, std::string_view path, mode_t mode,
+                             dev_t rdev, const Attr& parent_attr) {
+  Attr a = InitialAttr(c, mode, rdev, parent_attr);
+  AMINO_ASSIGN_OR_RETURN(FileId id, NewInode(t, InodeValue{1, 0, std::nullopt}));
   Node n;
   n.id = id;
   n.where = Node::Where::kPlmd;
@@ -63,6 +72,17 @@ Result<Node> Ops::CreateNode(DB_TXN* t, const Cred& c, std::string_view path, mo
   AMINO_RETURN_IF_ERROR(PutPath(t, path, n.pv));
   AMINO_RETURN_IF_ERROR(s_.Put(s_.names(), t, IdKey(id), path));
   AMINO_RETURN_IF_ERROR(TouchDir(t, ParentPath(path), S_ISDIR(mode) ? 1 : 0, a.ctime));
+  return n;
+}
+
+Result<Node> Ops::CreateUnnamed(DB_TXN* t, const Cred& c, mode_t mode, const Attr& parent_attr) {
+  Node n;
+  n.attr = InitialAttr(c, mode, 0, parent_attr);
+  n.attr.nlink = 0;
+  n.iv = InodeValue{0, 1, std::nullopt};
+  AMINO_ASSIGN_OR_RETURN(n.id, NewInode(t, n.iv));
+  n.where = Node::Where::kOrphan;
+  AMINO_RETURN_IF_ERROR(s_.Put(s_.orphan(), t, IdKey(n.id), EncodeAttr(n.attr)));
   return n;
 }
 
@@ -137,7 +157,6 @@ namespace {
 // rename, link): that component is never followed, and a trailing slash is only remembered.
 Result<Resolved> ResolveEntry(Ops& ops, DB_TXN* t, const Cred& c, std::string_view path) {
   if (path.empty()) return Status::Errno(ENOENT);
-  if (path.size() >= kPathMax) return Status::Errno(ENAMETOOLONG);
   size_t end = path.size();
   while (end > 1 && path[end - 1] == '/') --end;
   bool trailing = end < path.size();
@@ -162,6 +181,73 @@ Result<Node> CreationParent(Ops& ops, DB_TXN* t, const Cred& c, const Resolved& 
   if (!Permitted(parent->attr, c, 3)) return Status::Errno(EACCES);
   if (is_dir && parent->attr.nlink >= kMaxLinks) return Status::Errno(EMLINK);
   return std::move(*parent);
+}
+
+// A new name `newpath` for the file `old` (link, linkat). A file without a name gets one only
+// when `linkable` (opened with O_TMPFILE and not O_EXCL), as Linux's I_LINKABLE.
+Status AddName(Ops& ops, DB_TXN* t, const Cred& c, Node old, std::string_view newpath,
+               bool linkable) {
+  AMINO_ASSIGN_OR_RETURN(Resolved r, ResolveEntry(ops, t, c, newpath));
+  if (r.last != Resolved::Last::kName || r.node) return Status::Errno(EEXIST);
+  if (r.trailing_slash) return Status::Errno(ENOENT);
+  AMINO_ASSIGN_OR_RETURN(std::optional<Node> parent, ops.LookupPath(t, r.parent));
+  if (!parent) return Status::Errno(ENOENT);
+  // fs.protected_hardlinks (may_linkat) comes first: only the owner may link a file it could
+  // not read and write, nor a special or set-id one.
+  if (!IsOwnerOrPrivileged(old.attr, c)) {
+    bool safe = S_ISREG(old.attr.mode) && !(old.attr.mode & S_ISUID) &&
+                (old.attr.mode & (S_ISGID | S_IXGRP)) != (S_ISGID | S_IXGRP) &&
+                Permitted(old.attr, c, 6);
+    if (!safe) return Status::Errno(EPERM);
+  }
+  if (!Permitted(parent->attr, c, 3)) return Status::Errno(EACCES);
+  if (old.is_dir()) return Status::Errno(EPERM);
+  if (old.where == Node::Where::kPlmd) {
+    AMINO_ASSIGN_OR_RETURN(old.iv, ops.GetInode(t, old.id));
+  }
+  const timespec now = Now();
+  const std::string path = r.path();
+  if (old.where == Node::Where::kOrphan) {
+    if (!linkable) return Status::Errno(ENOENT);
+    // Its first name: the metadata moves from the Orphan record to the Path record.
+    AMINO_RETURN_IF_ERROR(ops.store().Del(ops.store().orphan(), t, IdKey(old.id)));
+    old.iv.link_count = 1;
+    old.attr.nlink = 1;
+    old.attr.ctime = now;
+    AMINO_RETURN_IF_ERROR(ops.PutInode(t, old.id, old.iv));
+    AMINO_RETURN_IF_ERROR(ops.PutPath(t, path, PathValue{old.id, old.attr.mode, old.attr}));
+    AMINO_RETURN_IF_ERROR(ops.store().Put(ops.store().names(), t, IdKey(old.id), path));
+    return ops.TouchDir(t, r.parent, 0, now);
+  }
+  if (old.iv.link_count >= kMaxLinks) return Status::Errno(EMLINK);
+  if (old.where == Node::Where::kPlmd) {
+    // A second name: the metadata moves from the Path record to the Data record (promotion).
+    old.pv.plmd.reset();
+    AMINO_RETURN_IF_ERROR(ops.PutPath(t, old.path, old.pv));
+  }
+  old.iv.link_count++;
+  old.attr.nlink = old.iv.link_count;
+  old.attr.ctime = now;
+  old.iv.dlmd = old.attr;
+  AMINO_RETURN_IF_ERROR(ops.PutInode(t, old.id, old.iv));
+  AMINO_RETURN_IF_ERROR(ops.PutPath(t, path, PathValue{old.id, old.attr.mode, std::nullopt}));
+  AMINO_RETURN_IF_ERROR(ops.store().Put(ops.store().names(), t, IdKey(old.id), path));
+  return ops.TouchDir(t, r.parent, 0, now);
+}
+
+// open(dir, O_TMPFILE): a regular file without a name, open once.
+Result<OpenResult> OpenUnnamed(Ops& ops, DB_TXN* t, const Cred& c, std::string_view dir, int flags,
+                               mode_t mode) {
+  if ((flags & O_ACCMODE) == O_RDONLY) return Status::Errno(EINVAL);
+  AMINO_ASSIGN_OR_RETURN(Node d, ops.ResolveExisting(t, c, dir, true));
+  if (!d.is_dir()) return Status::Errno(ENOTDIR);
+  if (!Permitted(d.attr, c, 3)) return Status::Errno(EACCES);
+  AMINO_ASSIGN_OR_RETURN(Node n, ops.CreateUnnamed(t, c, S_IFREG | (mode & 07777), d.attr));
+  OpenResult out;
+  out.id = n.id;
+  out.stat = Stat{n.id, n.attr};
+  out.created = true;
+  return out;
 }
 
 unsigned char DirentType(uint32_t mode) { return static_cast<unsigned char>((mode >> 12) & 017); }
@@ -326,40 +412,16 @@ Status FileSystem::Link(Transaction& txn, const Cred& c, std::string_view oldpat
   DB_TXN* t = txn.raw();
   Ops ops(*store_);
   AMINO_ASSIGN_OR_RETURN(Node old, ops.ResolveExisting(t, c, oldpath, follow_old));
-  AMINO_ASSIGN_OR_RETURN(Resolved r, ResolveEntry(ops, t, c, newpath));
-  if (r.last != Resolved::Last::kName || r.node) return Status::Errno(EEXIST);
-  if (r.trailing_slash) return Status::Errno(ENOENT);
-  AMINO_ASSIGN_OR_RETURN(std::optional<Node> parent, ops.LookupPath(t, r.parent));
-  if (!parent) return Status::Errno(ENOENT);
-  // fs.protected_hardlinks (may_linkat) comes first: only the owner may link a file it could
-  // not read and write, nor a special or set-id one.
-  if (!IsOwnerOrPrivileged(old.attr, c)) {
-    bool safe = S_ISREG(old.attr.mode) && !(old.attr.mode & S_ISUID) &&
-                (old.attr.mode & (S_ISGID | S_IXGRP)) != (S_ISGID | S_IXGRP) &&
-                Permitted(old.attr, c, 6);
-    if (!safe) return Status::Errno(EPERM);
-  }
-  if (!Permitted(parent->attr, c, 3)) return Status::Errno(EACCES);
-  if (old.is_dir()) return Status::Errno(EPERM);
-  if (old.where == Node::Where::kPlmd) {
-    AMINO_ASSIGN_OR_RETURN(old.iv, ops.GetInode(t, old.id));
-  }
-  if (old.iv.link_count >= kMaxLinks) return Status::Errno(EMLINK);
-  timespec now = Now();
-  if (old.where == Node::Where::kPlmd) {
-    // A second name: the metadata moves from the Path record to the Data record (promotion).
-    old.pv.plmd.reset();
-    AMINO_RETURN_IF_ERROR(ops.PutPath(t, old.path, old.pv));
-  }
-  old.iv.link_count++;
-  old.attr.nlink = old.iv.link_count;
-  old.attr.ctime = now;
-  old.iv.dlmd = old.attr;
-  AMINO_RETURN_IF_ERROR(ops.PutInode(t, old.id, old.iv));
-  std::string path = r.path();
-  AMINO_RETURN_IF_ERROR(ops.PutPath(t, path, PathValue{old.id, old.attr.mode, std::nullopt}));
-  AMINO_RETURN_IF_ERROR(store_->Put(store_->names(), t, IdKey(old.id), path));
-  return ops.TouchDir(t, r.parent, 0, now);
+  return AddName(ops, t, c, std::move(old), newpath, false);
+}
+
+Status FileSystem::LinkFile(Transaction& txn, const Cred& c, FileId id, std::string_view newpath,
+                            bool linkable) {
+  DB_TXN* t = txn.raw();
+  Ops ops(*store_);
+  auto old = ops.NodeById(t, id);
+  if (!old.ok()) return old.status().error() == ESTALE ? Status::Errno(ENOENT) : old.status();
+  return AddName(ops, t, c, std::move(*old), newpath, linkable);
 }
 
 Status FileSystem::Symlink(Transaction& txn, const Cred& c, std::string_view target,
@@ -484,7 +546,7 @@ Result<OpenResult> FileSystem::Open(Transaction& txn, const Cred& c, std::string
                                     int flags, mode_t mode) {
   DB_TXN* t = txn.raw();
   Ops ops(*store_);
-  if ((flags & O_TMPFILE) == O_TMPFILE) return Status::Errno(EOPNOTSUPP);
+  if ((flags & O_TMPFILE) == O_TMPFILE) return OpenUnnamed(ops, t, c, path, flags, mode);
   const bool creat = flags & O_CREAT;
   if (creat && (flags & O_DIRECTORY)) return Status::Errno(EINVAL);
   const bool excl = creat && (flags & O_EXCL);

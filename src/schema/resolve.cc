@@ -169,7 +169,6 @@ constexpr int kMaxSymlinks = 40;
 Result<Resolved> Ops::Resolve(DB_TXN* t, const Cred& c, std::string_view path, bool follow,
                               bool creating) {
   if (path.empty()) return Status::Errno(ENOENT);
-  if (path.size() >= kPathMax) return Status::Errno(ENAMETOOLONG);
 
   // Fast path: a privileged caller (no search checks) naming an existing file by a clean path
   // needs one lookup, since a key exists only under real directories.

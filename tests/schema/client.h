@@ -77,6 +77,9 @@ class Client {
   Status Link(std::string_view from, std::string_view to, bool follow_old = false) {
     return Txn([&](Transaction& t) { return fs_->Link(t, cred_, from, to, follow_old); });
   }
+  Status LinkFile(FileId id, std::string_view to, bool linkable) {
+    return Txn([&](Transaction& t) { return fs_->LinkFile(t, cred_, id, to, linkable); });
+  }
   Status Symlink(std::string_view target, std::string_view p) {
     return Txn([&](Transaction& t) { return fs_->Symlink(t, cred_, target, p); });
   }

@@ -286,12 +286,15 @@ Decision MountHandler::OpenServed(Thread& t, SyscallRegs& call, Target& target, 
   PathBody body = [&](MountFs& m, schema::Transaction& txn, const std::string& rel) {
     file->mfs = &m;
     if ((flags & O_TMPFILE) == O_TMPFILE) {
-      // Not supported in a mount; the directory's own errors come first, as in the kernel.
-      auto st = m.fs->GetStat(txn, cred, rel);
-      if (!st.ok()) return st.status();
-      if (!S_ISDIR(st->attr.mode)) return schema::Status::Errno(ENOTDIR);
-      AMINO_RETURN_IF_ERROR(m.fs->Access(txn, cred, rel, W_OK | X_OK));
-      return schema::Status::Errno(EOPNOTSUPP);
+      auto r = m.fs->Open(txn, cred, rel, flags, final_mode);
+      if (!r.ok()) return r.status();
+      file->id = r->id;
+      file->type = S_IFREG;
+      file->linkable = !(flags & O_EXCL);
+      file->counted = true;
+      // What /proc/PID/fd shows for it, as Linux: "DIR/#INO (deleted)".
+      file->opened_name = (rel == "/" ? std::string() : rel) + "/#" + std::to_string(r->id);
+      return schema::Status::Ok();
     }
     if (flags & O_PATH) {
       auto st = m.fs->GetStat(txn, cred, rel, !(flags & O_NOFOLLOW));

@@ -358,6 +358,7 @@ bool FollowsLastLink(const SyscallRegs& call) {
     case SYS_fchownat:
       return !(a4 & AT_SYMLINK_NOFOLLOW);
     case SYS_name_to_handle_at:
+    case SYS_linkat:
       return (a4 & AT_SYMLINK_FOLLOW) != 0;
     default:
       return false;
@@ -459,8 +460,11 @@ Decision MountHandler::PathCall(Thread& t, SyscallRegs& call) {
       return Decision::Emulate(static_cast<long>(len));
     }
   }
-  // chmod("/proc/self/fd/N") is how the C library changes an O_PATH descriptor's file.
-  if (n == 1) FollowServedFdLink(t, paths[0].path, FollowsLastLink(call), &targets[0]);
+  // chmod("/proc/self/fd/N") is how the C library changes an O_PATH descriptor's file, and
+  // linkat of it with AT_SYMLINK_FOLLOW how a file opened with O_TMPFILE gets its name.
+  if (n == 1 || nr == SYS_linkat) {
+    FollowServedFdLink(t, paths[0].path, FollowsLastLink(call), &targets[0]);
+  }
   // readlinkat of an empty path names the directory itself, which is no link.
   if ((nr == SYS_readlink || nr == SYS_readlinkat) && paths[0].path.empty() &&
       targets[0].kind == Target::Kind::kServed) {
@@ -819,15 +823,13 @@ Decision MountHandler::ServePath(Thread& t, SyscallRegs& call, Target* targets, 
           return no_escape(m.fs->Link(txn, cred, rel, second.path, follow));
         },
         [&](MountFs& m, schema::Transaction& txn, schema::FileId id) -> Status {
-          // linkat(fd, "", ..., AT_EMPTY_PATH): a new name for the descriptor's file.
-          auto names = m.fs->Names(txn, id);
-          if (!names.ok()) return names.status();
-          if (names->empty()) {
-            // A file without a name gets none (ENOENT), once the new name proved usable.
-            int err = ServedPairErrno(m, txn, cred, second.path, {false, false, true});
-            return Status::Errno(err ? err : ENOENT);
-          }
-          return no_escape(m.fs->Link(txn, cred, names->front(), second.path, false));
+          // linkat(fd, "", ..., AT_EMPTY_PATH), or of /proc/self/fd/N with AT_SYMLINK_FOLLOW:
+          // a new name for the descriptor's file.
+          if (&m != second.mfs) return Status::Errno(EXDEV);
+          const bool linkable = targets[0].file && targets[0].file->linkable;
+          AMINO_RETURN_IF_ERROR(no_escape(m.fs->LinkFile(txn, cred, id, second.path, linkable)));
+          if (targets[0].file) targets[0].file->linkable = false;  // as Linux's I_LINKABLE
+          return Status::Ok();
         },
         ok);
   } else {

@@ -37,6 +37,8 @@ struct ServedFile : OpenFile {
   std::string opened_name;
   // The kernel object the tracee holds in its place (a memfd), to recognise it when passed on.
   ino_t placeholder_ino = 0;
+  // Opened with O_TMPFILE and not O_EXCL, and not linked since: linkat may give it a name.
+  bool linkable = false;
   // The schema counts open descriptions (an unlinked file lives until the last is closed).
   bool counted = false;
   // The mount's change generation when this file's atime was last found current (relatime).
