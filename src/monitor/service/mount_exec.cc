@@ -7,8 +7,10 @@
 // the interpreter reads the script through the monitor and $0, __file__ and paths relative to
 // the script stay Amino paths. The #! line is read here, interpreters are followed in turn (one
 // may be stored in a mount itself, or a script on the host may name one), and the kernel is
-// given only the last program. Set-user-ID and set-group-ID bits of a stored program are not
-// honoured: its copy runs with the caller's ids, as on a nosuid mount.
+// given only the last program. A set-user-ID or set-group-ID program's copy carries the stored
+// owner, group and set-id bits, so the kernel's exec changes the ids as it would natively; it
+// lies in a directory only the caller's user may search, and only a monitor running as root can
+// make it (otherwise the copy runs with the caller's ids, as on a nosuid mount).
 //
 // Known differences from a native exec of the same file: /proc/self/exe and AT_EXECFN name the
 // copy, and $ORIGIN in a stored program's run path is the copy's directory; a process running a
@@ -117,6 +119,13 @@ bool ParseShebang(std::string_view head, Shebang* out) {
 // ROOT/TID/NAME: one directory per thread, so that a copy keeps the program's name (the kernel
 // names the process after the file it runs) while concurrent execs stay apart. ROOT is made on
 // first use where files may be executed, and removed with everything in it at exit.
+// The owner, group and set-id bits of a stored set-user-ID or set-group-ID program.
+struct SetId {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  mode_t bits = 0;  // S_ISUID, S_ISGID
+};
+
 class ProgramCopies {
  public:
   static ProgramCopies& Get() {
@@ -129,18 +138,32 @@ class ProgramCopies {
     std::filesystem::remove_all(root_, ec);
   }
 
-  // The path of a new copy of `bytes` named `name` for thread `tid`, or 0 and -errno.
-  int Write(pid_t tid, const std::string& name, std::string_view bytes, std::string* path) {
+  // The path of a new copy of `bytes` named `name` for thread `tid`, or 0 and -errno. A
+  // `setid` program's copy is owned by its stored owner and group with its set-id bits, in a
+  // directory of `caller`'s user that nobody else may search.
+  int Write(pid_t tid, const std::string& name, std::string_view bytes,
+            const std::optional<SetId>& setid, uid_t caller_uid, gid_t caller_gid,
+            std::string* path) {
     if (root_.empty() && !MakeRoot()) return -EACCES;
     if (++writes_ % 64 == 0) {
       // Directories of threads gone: removing a directory still in use fails harmlessly.
       std::error_code ec;
       for (const auto& e : std::filesystem::directory_iterator(root_, ec)) {
+        rmdir((e.path() / "setid").c_str());
         rmdir(e.path().c_str());
       }
     }
-    const std::string dir = root_ + "/" + std::to_string(tid);
+    std::string dir = root_ + "/" + std::to_string(tid);
     if (mkdir(dir.c_str(), 0711) != 0 && errno != EEXIST) return -errno;
+    const bool keep_setid = setid && geteuid() == 0;
+    if (keep_setid) {
+      // Private to the caller's user: a set-id copy must not be runnable by others.
+      dir += "/setid";
+      if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return -errno;
+      if (chown(dir.c_str(), caller_uid, caller_gid) != 0 || chmod(dir.c_str(), 0500) != 0) {
+        return -errno;
+      }
+    }
     *path = dir + "/" + name;
     unlink(path->c_str());  // a copy an exec left behind (a thread that exec'd and changed id)
     const int fd = open(path->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700);
@@ -155,8 +178,10 @@ class ProgramCopies {
       }
       done += static_cast<size_t>(n);
     }
-    // Anyone may run it: the exec permission was checked on the stored file. No set-id bits.
-    if (!err && fchmod(fd, 0555) != 0) err = errno;
+    // Anyone may run it: the exec permission was checked on the stored file. The owner changes
+    // first, since chown clears set-id bits.
+    if (!err && keep_setid && fchown(fd, setid->uid, setid->gid) != 0) err = errno;
+    if (!err && fchmod(fd, 0555 | (keep_setid ? setid->bits : 0)) != 0) err = errno;
     close(fd);
     if (err) unlink(path->c_str());
     return -err;
@@ -164,16 +189,22 @@ class ProgramCopies {
 
  private:
   bool MakeRoot() {
+    // The first that honours set-id bits, else the first that can run programs at all.
+    for (const unsigned long refuse : {ST_NOEXEC | ST_RDONLY | ST_NOSUID, ST_NOEXEC | ST_RDONLY})
+      if (MakeRootIn(refuse)) return true;
+    std::fprintf(stderr, "amino run: no directory to copy programs to for exec\n");
+    return false;
+  }
+  bool MakeRootIn(unsigned long refuse) {
     for (const char* base : {"/dev/shm", "/tmp", "/var/tmp"}) {
       struct statvfs vfs;
-      if (statvfs(base, &vfs) != 0 || (vfs.f_flag & (ST_NOEXEC | ST_RDONLY))) continue;
+      if (statvfs(base, &vfs) != 0 || (vfs.f_flag & refuse)) continue;
       std::string dir = std::string(base) + "/amino-exec.XXXXXX";
       if (!mkdtemp(dir.data())) continue;
       chmod(dir.c_str(), 0711);  // searchable by the tracees' users, not listable
       root_ = dir;
       return true;
     }
-    std::fprintf(stderr, "amino run: no directory to copy programs to for exec\n");
     return false;
   }
   std::string root_;
@@ -339,6 +370,7 @@ Decision MountHandler::Exec(Thread& t, SyscallRegs& call) {
   host.nofollow = flags & AT_SYMLINK_NOFOLLOW;
   std::string bytes;  // a stored program to run: its contents
   bool stored = false;
+  std::optional<SetId> setid;  // its owner when it is set-user-ID or set-group-ID
 
   for (int depth = 0;; ++depth) {
     std::string head;
@@ -360,6 +392,12 @@ Decision MountHandler::Exec(Thread& t, SyscallRegs& call) {
         Shebang sb;
         if (ParseShebang(head, &sb)) return Status::Ok();
         if (size > kMaxCopy) return Status::Errno(ENOMEM);
+        // Set-group-ID counts only with group execute (without it, it marks mandatory locking).
+        const mode_t bits =
+            (st.attr.mode & S_ISUID) |
+            ((st.attr.mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP) ? S_ISGID : 0);
+        setid.reset();
+        if (bits) setid = SetId{st.attr.uid, st.attr.gid, bits};
         bytes.resize(static_cast<size_t>(size));
         n = fs.Read(txn, st.ino, 0, bytes.data(), bytes.size());
         if (!n.ok()) return n.status();
@@ -489,7 +527,8 @@ Decision MountHandler::Exec(Thread& t, SyscallRegs& call) {
   std::string copy;
   std::string exec_path;
   if (stored) {
-    if (int err = ProgramCopies::Get().Write(t.tid, BaseName(filename), bytes, &copy)) {
+    if (int err = ProgramCopies::Get().Write(t.tid, BaseName(filename), bytes, setid, cred.uid,
+                                             cred.gid, &copy)) {
       return Decision::Emulate(err);
     }
     exec_path = copy;
