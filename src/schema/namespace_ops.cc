@@ -165,6 +165,23 @@ Result<Resolved> ResolveEntry(Ops& ops, DB_TXN* t, const Cred& c, std::string_vi
   return r;
 }
 
+// Whether the last component of `path` is the only one over NAME_MAX.
+bool OnlyLastNameTooLong(std::string_view path) {
+  size_t end = path.size();
+  while (end > 0 && path[end - 1] == '/') --end;
+  const size_t start = path.rfind('/', end == 0 ? 0 : end - 1);
+  const size_t last_begin = start == std::string_view::npos ? 0 : start + 1;
+  if (end - last_begin <= kNameMax) return false;
+  size_t at = 0;
+  while (at < last_begin) {
+    size_t next = path.find('/', at);
+    if (next == std::string_view::npos || next > last_begin) next = last_begin;
+    if (next - at > kNameMax) return false;
+    at = next + 1;
+  }
+  return true;
+}
+
 Status CheckSticky(const Attr& dir, const Attr& victim, const Cred& c) {
   if ((dir.mode & S_ISVTX) && !c.privileged() && c.uid != victim.uid && c.uid != dir.uid) {
     return Status::Errno(EPERM);
@@ -460,7 +477,15 @@ Status FileSystem::Rename(Transaction& txn, const Cred& c, std::string_view oldp
     return Status::Errno(EINVAL);
   }
   AMINO_ASSIGN_OR_RETURN(Resolved ro, ResolveEntry(ops, t, c, oldpath));
-  AMINO_ASSIGN_OR_RETURN(Resolved rn, ResolveEntry(ops, t, c, newpath));
+  Result<Resolved> rn_found = ResolveEntry(ops, t, c, newpath);
+  if (!rn_found.ok() && rn_found.status().error() == ENAMETOOLONG && OnlyLastNameTooLong(newpath)) {
+    // Linux looks the new name up in its directory only after the old one: a missing old
+    // name is reported first.
+    if (ro.last != Resolved::Last::kName) return Status::Errno(EBUSY);
+    if (!ro.node) return Status::Errno(ENOENT);
+  }
+  if (!rn_found.ok()) return rn_found.status();
+  Resolved& rn = *rn_found;
   if (ro.last != Resolved::Last::kName) return Status::Errno(EBUSY);
   if (rn.last != Resolved::Last::kName) return Status::Errno(noreplace ? EEXIST : EBUSY);
   if (!ro.node) return Status::Errno(ENOENT);

@@ -711,14 +711,15 @@ Decision Move(FdCall& c, Side& in, int64_t in_pos, Side& out, int64_t out_pos, s
               bool nonblock, const std::function<void(size_t)>& account) {
   std::vector<char> data;
   long got;
+  uint64_t in_at = 0;  // a served input's first byte
   if (in.served) {
     ServedFile& f = *in.served;
-    const uint64_t at = in_pos >= 0 ? static_cast<uint64_t>(in_pos) : f.offset;
+    in_at = in_pos >= 0 ? static_cast<uint64_t>(in_pos) : f.offset;
     Decision d = c.run_on(
         f,
         [&](schema::Transaction& txn) {
           data.resize(count);
-          auto r = f.mfs->fs->Read(txn, f.id, at, data.data(), count);
+          auto r = f.mfs->fs->Read(txn, f.id, in_at, data.data(), count);
           if (!r.ok()) return r.status();
           data.resize(*r);
           return Status::Ok();
@@ -764,7 +765,9 @@ Decision Move(FdCall& c, Side& in, int64_t in_pos, Side& out, int64_t out_pos, s
   }
   // What the output did not take goes back to the input (a served or seekable input only).
   if (in.served && in_pos < 0) {
-    in.served->offset += static_cast<uint64_t>(put);
+    // Set, not advanced: with one description on both sides (sendfile(fd, fd, ...)), Linux
+    // leaves the offset where the read ended, as the write's own update did.
+    in.served->offset = in_at + static_cast<uint64_t>(put);
   } else if (!in.served && in.seekable() && in_pos < 0 && put < got) {
     lseek(in.fd, put - got, SEEK_CUR);
   }
@@ -777,6 +780,12 @@ int64_t PositionOf(const Side& s, int64_t pos) {
   if (pos >= 0) return pos;
   if (s.served) return static_cast<int64_t>(s.served->offset);
   return s.seekable() ? lseek(s.fd, 0, SEEK_CUR) : 0;
+}
+
+// Where a transfer starts: the offset the caller passed at `addr` (which may be negative: the
+// checks then fail it), or the description's own position when it passed none.
+int64_t StartOf(const Side& s, uint64_t addr, int64_t pos) {
+  return addr ? pos : PositionOf(s, -1);
 }
 
 long ReadOffset(FdCall& c, uint64_t addr, int64_t* out) {
@@ -815,12 +824,12 @@ Decision Splice(FdCall& c, SyscallRegs& call) {
   const size_t count = std::min(len, kChunk);
   if (in.pipe()) {
     if (out.file_flags() & O_APPEND) return Emulate(-EINVAL);
-    if (long r = VerifyArea(PositionOf(out, out_pos), count)) return Emulate(r);
+    if (long r = VerifyArea(StartOf(out, out_p, out_pos), count)) return Emulate(r);
     const bool nonblock = (flags & SPLICE_F_NONBLOCK) || (in.flags & O_NONBLOCK);
     return Move(c, in, -1, out, out_pos, count, nonblock, WriteBack(c, out_p, out_pos));
   }
   if (S_ISDIR(in.type())) return Emulate(-EINVAL);
-  if (long r = VerifyArea(PositionOf(in, in_pos), count)) return Emulate(r);
+  if (long r = VerifyArea(StartOf(in, in_p, in_pos), count)) return Emulate(r);
   const bool nonblock = (flags & SPLICE_F_NONBLOCK) || (out.flags & O_NONBLOCK);
   return Move(c, in, in_pos, out, -1, count, nonblock, WriteBack(c, in_p, in_pos));
 }
@@ -837,7 +846,7 @@ Decision Sendfile(FdCall& c, SyscallRegs& call) {
     if (long r = ReadOffset(c, off_p, &pos)) return Emulate(r);
     if (!in.seekable()) return Emulate(-ESPIPE);
   }
-  const int64_t in_at = PositionOf(in, pos);
+  const int64_t in_at = StartOf(in, off_p, pos);
   if (in.seekable()) {
     if (long r = VerifyArea(in_at, count)) return Emulate(r);
   }
@@ -881,7 +890,7 @@ Decision CopyFileRange(FdCall& c, SyscallRegs& call) {
   if (!in.served || !out.served || in.served->mfs != out.served->mfs) return Emulate(-EXDEV);
   ServedFile& fi = *in.served;
   ServedFile& fo = *out.served;
-  const int64_t pin = PositionOf(in, in_pos), pout = PositionOf(out, out_pos);
+  const int64_t pin = StartOf(in, in_p, in_pos), pout = StartOf(out, out_p, out_pos);
   if (static_cast<uint64_t>(pin) + len < static_cast<uint64_t>(pin) ||
       static_cast<uint64_t>(pout) + len < static_cast<uint64_t>(pout)) {
     return Emulate(-EOVERFLOW);

@@ -251,8 +251,10 @@ Decision MountHandler::Serve(Thread& t, SyscallRegs& call) {
 Decision MountHandler::Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t path_addr, int flags,
                             mode_t mode, int path_arg) {
   if (call.nr() != SYS_openat2) {
-    if (int err = calls::ValidateOpenHow(calls::OpenHowOf(static_cast<unsigned>(flags), mode)))
-      return Decision::Emulate(-err);
+    const open_how how = calls::OpenHowOf(static_cast<unsigned>(flags), mode);
+    if (int err = calls::ValidateOpenHow(how)) return Decision::Emulate(-err);
+    // open and openat ignore what O_PATH does not permit (O_TMPFILE's own bit among them).
+    if (flags & O_PATH) flags = static_cast<int>(how.flags);
   }
   std::string path;
   if (int err = ReadString(*t.proc, path_addr, PATH_MAX, &path)) return Decision::Emulate(-err);
@@ -281,6 +283,7 @@ Decision MountHandler::OpenServed(Thread& t, SyscallRegs& call, Target& target, 
   const schema::Cred cred = CredOf(t);
   const mode_t final_mode = mode & ~UmaskOf(t) & 07777;
   file->flags = flags & ~(O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_CLOEXEC);
+  if (flags & O_PATH) file->flags = flags & (O_PATH | O_DIRECTORY | O_NOFOLLOW);  // as F_GETFL
   MountFs* node_fs = nullptr;  // a FIFO or device node, opened by the kernel (mount_nodes.cc)
   schema::Stat node;
   PathBody body = [&](MountFs& m, schema::Transaction& txn, const std::string& rel) {
