@@ -48,8 +48,12 @@ uint64_t GetBE64(std::string_view in) {
   return v;
 }
 
+// Version 2 is version 1 followed by a u32 of flags. Attrs without flags keep the version 1
+// encoding, so databases written before flags existed read unchanged and most records stay as
+// short as before.
 constexpr uint8_t kAttrVersion = 1;
-constexpr size_t kAttrSize = 1 + 4 * 4 + 8 * 3 + 3 * 12;
+constexpr uint8_t kAttrVersionWithFlags = 2;
+constexpr size_t kAttrSize = 1 + 4 * 4 + 8 * 3 + 3 * 12 + 4;
 
 void PutTime(Writer& w, const timespec& t) {
   w.Put<int64_t>(t.tv_sec);
@@ -160,7 +164,7 @@ std::string EncodeAttr(const Attr& a) {
   std::string out;
   out.reserve(kAttrSize);
   Writer w(&out);
-  w.Put<uint8_t>(kAttrVersion);
+  w.Put<uint8_t>(a.flags ? kAttrVersionWithFlags : kAttrVersion);
   w.Put(a.mode);
   w.Put(a.nlink);
   w.Put(a.uid);
@@ -171,14 +175,24 @@ std::string EncodeAttr(const Attr& a) {
   PutTime(w, a.atime);
   PutTime(w, a.mtime);
   PutTime(w, a.ctime);
+  if (a.flags) w.Put(a.flags);
   return out;
 }
 
 static bool DecodeAttrFrom(Reader& r, Attr* a) {
   uint8_t version;
-  return r.Get(&version) && version == kAttrVersion && r.Get(&a->mode) && r.Get(&a->nlink) &&
-         r.Get(&a->uid) && r.Get(&a->gid) && r.Get(&a->size) && r.Get(&a->blocks) &&
-         r.Get(&a->rdev) && GetTime(r, &a->atime) && GetTime(r, &a->mtime) && GetTime(r, &a->ctime);
+  if (!r.Get(&version) || (version != kAttrVersion && version != kAttrVersionWithFlags)) {
+    return false;
+  }
+  if (!(r.Get(&a->mode) && r.Get(&a->nlink) && r.Get(&a->uid) && r.Get(&a->gid) &&
+        r.Get(&a->size) && r.Get(&a->blocks) && r.Get(&a->rdev) && GetTime(r, &a->atime) &&
+        GetTime(r, &a->mtime) && GetTime(r, &a->ctime))) {
+    return false;
+  }
+  a->flags = 0;
+  if (version == kAttrVersion) return true;
+  // Version 2 always has some flag set: one canonical encoding per Attr.
+  return r.Get(&a->flags) && a->flags != 0 && (a->flags & ~(kHasAccessAcl | kHasDefaultAcl)) == 0;
 }
 
 bool DecodeAttr(std::string_view in, Attr* a) {

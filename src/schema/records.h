@@ -51,7 +51,13 @@ struct Attr {
   struct timespec atime {};
   struct timespec mtime {};
   struct timespec ctime {};
+  // kHasAccessAcl / kHasDefaultAcl: which system.posix_acl_* records the file has, so that
+  // permission checks and creations read no Xattr record for the files (nearly all) without.
+  uint32_t flags = 0;
 };
+
+inline constexpr uint32_t kHasAccessAcl = 1;
+inline constexpr uint32_t kHasDefaultAcl = 2;
 
 struct PathValue {
   FileId id = 0;

@@ -159,6 +159,29 @@ TEST(RecordsTest, AttrRoundTripsAndRejectsDamage) {
   EXPECT_FALSE(DecodeAttr("", &b));
 }
 
+TEST(RecordsTest, AttrFlagsRoundTripAndLeaveFlaglessEncodingsAsBefore) {
+  Attr a = SampleAttr();
+  const std::string plain = EncodeAttr(a);
+  EXPECT_EQ(plain[0], 1);  // the version 1 encoding, which databases without flags hold
+  a.flags = kHasAccessAcl | kHasDefaultAcl;
+  const std::string flagged = EncodeAttr(a);
+  EXPECT_EQ(flagged.size(), plain.size() + 4);
+  Attr b;
+  ASSERT_TRUE(DecodeAttr(flagged, &b));
+  ExpectSameAttr(a, b);
+  EXPECT_EQ(b.flags, a.flags);
+  ASSERT_TRUE(DecodeAttr(plain, &b));
+  EXPECT_EQ(b.flags, 0u);
+  // Version 2 with no flag, or an unknown flag, is damage.
+  std::string zero = flagged;
+  zero.replace(zero.size() - 4, 4, std::string(4, '\0'));
+  EXPECT_FALSE(DecodeAttr(zero, &b));
+  std::string unknown = flagged;
+  unknown[unknown.size() - 4] = 8;
+  EXPECT_FALSE(DecodeAttr(unknown, &b));
+  EXPECT_FALSE(DecodeAttr(flagged.substr(0, flagged.size() - 1), &b));
+}
+
 TEST(RecordsTest, PathValueRoundTripsWithAndWithoutPlmd) {
   PathValue v;
   v.id = 99;
