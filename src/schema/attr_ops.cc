@@ -20,6 +20,12 @@ Status ChmodNode(Ops& ops, DB_TXN* t, const Cred& c, Node& n, mode_t mode) {
   if (!c.privileged() && !c.in_group(n.attr.gid)) mode &= ~S_ISGID;
   n.attr.mode = (n.attr.mode & S_IFMT) | mode;
   n.attr.ctime = Now();
+  if (n.attr.flags & kHasAccessAcl) {
+    // posix_acl_chmod(): the ACL's owner, mask and other entries follow the mode.
+    Acl acl = n.acl;
+    AclChmod(&acl, mode);
+    AMINO_RETURN_IF_ERROR(ops.StoreAcl(t, n, kAclAccessName, acl));
+  }
   return ops.SaveAttr(t, n);
 }
 
@@ -64,7 +70,7 @@ Status UtimensNode(Ops& ops, DB_TXN* t, const Cred& c, Node& n, const timespec* 
                  (times[1].tv_nsec == UTIME_NOW || times[1].tv_nsec == UTIME_OMIT));
   if (!IsOwnerOrPrivileged(n.attr, c)) {
     if (!only_now) return Status::Errno(EPERM);
-    if (!Permitted(n.attr, c, 2)) return Status::Errno(EACCES);
+    if (!Permitted(n, c, 2)) return Status::Errno(EACCES);
   }
   timespec now = Now();
   auto pick = [&](const timespec* ts, timespec* field) {
@@ -101,7 +107,7 @@ Status FileSystem::Access(Transaction& txn, const Cred& c, std::string_view path
   Ops ops(*store_);
   AMINO_ASSIGN_OR_RETURN(Node n, ops.ResolveExisting(txn.raw(), c, path, follow));
   if (mode == F_OK) return Status::Ok();
-  return Permitted(n.attr, c, mode) ? Status::Ok() : Status::Errno(EACCES);
+  return Permitted(n, c, mode) ? Status::Ok() : Status::Errno(EACCES);
 }
 
 Status FileSystem::Chmod(Transaction& txn, const Cred& c, std::string_view path, mode_t mode,

@@ -154,7 +154,7 @@ Status FileSystem::Truncate(Transaction& txn, const Cred& c, std::string_view pa
   AMINO_ASSIGN_OR_RETURN(Node n, ops.ResolveExisting(txn.raw(), c, path, true));
   if (n.is_dir()) return Status::Errno(EISDIR);
   if (!S_ISREG(n.attr.mode)) return Status::Errno(EINVAL);
-  if (!Permitted(n.attr, c, 2)) return Status::Errno(EACCES);
+  if (!Permitted(n, c, 2)) return Status::Errno(EACCES);
   if (static_cast<uint64_t>(length) > kMaxFileSize) return Status::Errno(EFBIG);
   DropPrivileges(n.attr, c);
   return ops.SetSize(txn.raw(), n, static_cast<uint64_t>(length), Now());

@@ -11,7 +11,12 @@
 // as on a real mount) ends with Status::Escape: error EXDEV with escaped_path() set for the
 // monitor to continue on the host.
 //
-// Modes passed to create/mkdir/open are final: the caller applies its umask first.
+// Modes passed to mknod/mkdir/open are the ones the caller asked for; `umask` is the caller's and
+// masks them unless the new file's directory has a default ACL, whose entries mask them instead
+// (as Linux does: posix_acl_create()).
+//
+// POSIX ACLs are the extended attributes system.posix_acl_access and system.posix_acl_default,
+// with Linux's value format, rules and permission checks (acl.h, xattr_ops.cc).
 #pragma once
 
 #include <sys/stat.h>
@@ -89,10 +94,12 @@ class FileSystem {
   // With O_TMPFILE, `path` is a directory and the file opened has no name (an orphan freed at
   // its last Close) until LinkFile gives it one.
   Result<OpenResult> Open(Transaction& t, const Cred& c, std::string_view path, int flags,
-                          mode_t mode = 0);
+                          mode_t mode = 0, mode_t umask = 0);
+  // Regular files, FIFOs, sockets, devices (root).
   Result<Stat> Mknod(Transaction& t, const Cred& c, std::string_view path, mode_t mode,
-                     dev_t rdev = 0);  // regular files, FIFOs, sockets, devices (root)
-  Result<Stat> Mkdir(Transaction& t, const Cred& c, std::string_view path, mode_t mode);
+                     dev_t rdev = 0, mode_t umask = 0);
+  Result<Stat> Mkdir(Transaction& t, const Cred& c, std::string_view path, mode_t mode,
+                     mode_t umask = 0);
   Status Rmdir(Transaction& t, const Cred& c, std::string_view path);
   Status Unlink(Transaction& t, const Cred& c, std::string_view path);
   Status Link(Transaction& t, const Cred& c, std::string_view oldpath, std::string_view newpath,

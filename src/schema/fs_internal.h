@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "schema/acl.h"
 #include "schema/filesystem.h"
 #include "schema/store.h"
 
@@ -21,6 +22,7 @@ struct Node {
   PathValue pv;      // the Path record of `path` (when there is one)
   InodeValue iv;     // the Data record
   Attr attr;         // the metadata, wherever it lives
+  Acl acl;           // its access ACL, loaded with it when attr.flags has kHasAccessAcl
 
   bool is_dir() const { return S_ISDIR(attr.mode); }
   bool is_link() const { return S_ISLNK(attr.mode); }
@@ -39,8 +41,8 @@ struct Resolved {
 
 timespec Now();
 
-// Permission bits: 4 read, 2 write, 1 execute/search.
-bool Permitted(const Attr& a, const Cred& c, int mask);
+// Permission bits: 4 read, 2 write, 1 execute/search; the access ACL where the file has one.
+bool Permitted(const Node& n, const Cred& c, int mask);
 bool IsOwnerOrPrivileged(const Attr& a, const Cred& c);
 
 class Ops {
@@ -70,12 +72,21 @@ class Ops {
   // Resolve and require the file to exist.
   Result<Node> ResolveExisting(DB_TXN* t, const Cred& c, std::string_view path, bool follow);
 
-  // Creates a new file named `path` (its parent must exist and be checked by the caller).
-  Result<Node> CreateNode(DB_TXN* t, const Cred& c, std::string_view path, mode_t mode, dev_t rdev,
-                          const Attr& parent_attr);
+  // Creates a new file named `path` (its parent must exist and be checked by the caller) with
+  // the requested `mode`: the parent's default ACL masks it when there is one (and becomes the
+  // new file's access ACL, and a new directory's default ACL), `umask` otherwise.
+  Result<Node> CreateNode(DB_TXN* t, const Cred& c, std::string_view path, mode_t mode,
+                          mode_t umask, dev_t rdev, const Node& parent);
+  // Loads the access ACL of a node whose flags say it has one.
+  Status LoadAcl(DB_TXN* t, Node& n);
+  // Stores `acl` as the attribute `name` (an empty one removes it) and sets the flag saying so;
+  // the caller saves node.attr.
+  Status StoreAcl(DB_TXN* t, Node& n, std::string_view name, const Acl& acl);
   // A file without a name, open once (open with O_TMPFILE): in the Orphan db from the start,
   // so that its last close, or recovery after a crash, frees it unless a link names it first.
-  Result<Node> CreateUnnamed(DB_TXN* t, const Cred& c, mode_t mode, const Attr& parent_attr);
+  // Its mode and ACL are made as CreateNode makes them.
+  Result<Node> CreateUnnamed(DB_TXN* t, const Cred& c, mode_t mode, mode_t umask,
+                             const Node& parent);
   // Stores `iv` under a fresh random id.
   Result<FileId> NewInode(DB_TXN* t, const InodeValue& iv);
   // Removes one name of a file; frees or orphans the file when it was the last.

@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "schema/acl.h"
 #include "schema/records.h"
 #include "schema/transaction.h"
 
@@ -42,6 +43,8 @@ struct FileSummary {
   std::optional<InodeValue> inode;
   uint64_t pages = 0;
   uint64_t page_bytes = 0;
+  // Xattr db: kHasAccessAcl / kHasDefaultAcl for the ACL records present.
+  uint32_t acls = 0;
 };
 
 std::string IdText(FileId id) { return "id " + std::to_string(id); }
@@ -355,6 +358,15 @@ class Checker {
       if (f == files_.end() || !f->second.has_inode_key) {
         Report("NOORPHANEDBLOCKS",
                "extended attribute " + Quote(name) + " of " + IdText(id) + " has no InodeValue");
+        continue;
+      }
+      if (name == kAclAccessName || name == kAclDefaultName) {
+        f->second.acls |= name == kAclAccessName ? kHasAccessAcl : kHasDefaultAcl;
+        Result<Acl> acl = ParseAcl(cur.value());
+        if (!acl.ok() || acl->empty()) {
+          Report("ACL",
+                 "extended attribute " + Quote(name) + " of " + IdText(id) + " is not a valid ACL");
+        }
       }
     }
     return Status::Ok();
@@ -426,6 +438,17 @@ class Checker {
     }
     if (!ValidType(a.mode)) {
       Report("TYPE", who + " has invalid file type bits " + std::to_string(type));
+    }
+    // The flags say which ACL records the file has; only a directory has a default ACL.
+    if (a.flags != f.acls) {
+      Report("ACL", who + " has ACL flags " + std::to_string(a.flags) + " but ACL records " +
+                        std::to_string(f.acls));
+    }
+    if ((f.acls & kHasDefaultAcl) && type != S_IFDIR) {
+      Report("ACL", who + " has a default ACL but is not a directory");
+    }
+    if ((f.acls & kHasAccessAcl) && type == S_IFLNK) {
+      Report("ACL", who + " is a symbolic link with an access ACL");
     }
     // st_blocks counts the stored pages, 4 KiB each.
     if (a.blocks != f.pages * (kTransferUnit / 512)) {

@@ -25,6 +25,8 @@ namespace amino::schema {
 //   TYPE                Path entries and the metadata agree on a valid file type.
 //   BLOCKS              st_blocks == 8 x the stored pages (512-byte units of 4 KiB pages).
 //   SYMLINK             a symbolic link's target (page 0) is non-empty and `size` bytes long.
+//   ACL                 the metadata's ACL flags name exactly the file's system.posix_acl_*
+//                       records, which hold valid ACLs; a default ACL only on a directory.
 //   SUPERBLOCK          the superblock is present and of a supported format.
 //   RECORD              a key or value does not decode.
 struct Violation {

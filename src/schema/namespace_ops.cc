@@ -27,9 +27,19 @@ static FileId RandomId() {
   return id;
 }
 
-// The attributes of a new file: the caller's ids, or the directory's group (set-group-ID).
-static Attr InitialAttr(const Cred& c, mode_t mode, dev_t rdev, const Attr& parent_attr) {
-  Attr a;
+// A new file's attributes: the caller's ids, or the directory's group (set-group-ID), and the
+// ACLs it takes from the directory's default ACL.
+struct NewFile {
+  Attr attr;
+  Acl access;     // its access ACL (empty: none)
+  Acl inherited;  // a new directory's own default ACL (empty: none)
+};
+
+static Result<NewFile> InitialAttr(Store& s, DB_TXN* t, const Cred& c, mode_t mode, mode_t umask,
+                                   dev_t rdev, const Node& parent) {
+  const Attr& parent_attr = parent.attr;
+  NewFile f;
+  Attr& a = f.attr;
   a.mode = mode;
   a.nlink = S_ISDIR(mode) ? 2 : 1;
   a.uid = c.uid;
@@ -43,9 +53,23 @@ static Attr InitialAttr(const Cred& c, mode_t mode, dev_t rdev, const Attr& pare
       a.mode &= ~S_ISGID;
     }
   }
+  // posix_acl_create(): the directory's default ACL, when it has one, takes the umask's place.
+  if (!S_ISLNK(mode)) {
+    if (parent_attr.flags & kHasDefaultAcl) {
+      AMINO_ASSIGN_OR_RETURN(std::optional<std::string> raw,
+                             s.Get(s.xattr(), t, XattrKey(parent.id, kAclDefaultName)));
+      if (!raw) return Status::Storage(EUCLEAN, "default ACL flag without an ACL");
+      AMINO_ASSIGN_OR_RETURN(f.inherited, ParseAcl(*raw));
+      f.access = f.inherited;
+      if (!AclCreateMasq(&f.access, &a.mode)) f.access.clear();
+      if (!S_ISDIR(mode)) f.inherited.clear();
+    } else {
+      a.mode &= ~(umask & 0777);
+    }
+  }
   a.rdev = rdev;
   a.atime = a.mtime = a.ctime = Now();
-  return a;
+  return f;
 }
 
 // Stores `iv` under a fresh id.
@@ -59,8 +83,9 @@ Result<FileId> Ops::NewInode(DB_TXN* t, const InodeValue& iv) {
 }
 
 Result<Node> Ops::CreateNode(DB_TXN* t, const Cred& c, std::string_view path, mode_t mode,
-                             dev_t rdev, const Attr& parent_attr) {
-  Attr a = InitialAttr(c, mode, rdev, parent_attr);
+                             mode_t umask, dev_t rdev, const Node& parent) {
+  AMINO_ASSIGN_OR_RETURN(NewFile f, InitialAttr(s_, t, c, mode, umask, rdev, parent));
+  const Attr& a = f.attr;
   AMINO_ASSIGN_OR_RETURN(FileId id, NewInode(t, InodeValue{1, 0, std::nullopt}));
   Node n;
   n.id = id;
@@ -69,19 +94,27 @@ Result<Node> Ops::CreateNode(DB_TXN* t, const Cred& c, std::string_view path, mo
   n.pv = PathValue{id, a.mode, a};
   n.iv = InodeValue{1, 0, std::nullopt};
   n.attr = a;
+  if (!f.access.empty() || !f.inherited.empty()) {
+    AMINO_RETURN_IF_ERROR(StoreAcl(t, n, kAclAccessName, f.access));
+    AMINO_RETURN_IF_ERROR(StoreAcl(t, n, kAclDefaultName, f.inherited));
+    n.pv.plmd = n.attr;
+  }
   AMINO_RETURN_IF_ERROR(PutPath(t, path, n.pv));
   AMINO_RETURN_IF_ERROR(s_.Put(s_.names(), t, IdKey(id), path));
   AMINO_RETURN_IF_ERROR(TouchDir(t, ParentPath(path), S_ISDIR(mode) ? 1 : 0, a.ctime));
   return n;
 }
 
-Result<Node> Ops::CreateUnnamed(DB_TXN* t, const Cred& c, mode_t mode, const Attr& parent_attr) {
+Result<Node> Ops::CreateUnnamed(DB_TXN* t, const Cred& c, mode_t mode, mode_t umask,
+                                const Node& parent) {
+  AMINO_ASSIGN_OR_RETURN(NewFile f, InitialAttr(s_, t, c, mode, umask, 0, parent));
   Node n;
-  n.attr = InitialAttr(c, mode, 0, parent_attr);
+  n.attr = f.attr;
   n.attr.nlink = 0;
   n.iv = InodeValue{0, 1, std::nullopt};
   AMINO_ASSIGN_OR_RETURN(n.id, NewInode(t, n.iv));
   n.where = Node::Where::kOrphan;
+  if (!f.access.empty()) AMINO_RETURN_IF_ERROR(StoreAcl(t, n, kAclAccessName, f.access));
   AMINO_RETURN_IF_ERROR(s_.Put(s_.orphan(), t, IdKey(n.id), EncodeAttr(n.attr)));
   return n;
 }
@@ -195,7 +228,7 @@ Result<Node> CreationParent(Ops& ops, DB_TXN* t, const Cred& c, const Resolved& 
   if (r.trailing_slash && !is_dir) return Status::Errno(ENOENT);
   AMINO_ASSIGN_OR_RETURN(std::optional<Node> parent, ops.LookupPath(t, r.parent));
   if (!parent) return Status::Errno(ENOENT);
-  if (!Permitted(parent->attr, c, 3)) return Status::Errno(EACCES);
+  if (!Permitted(*parent, c, 3)) return Status::Errno(EACCES);
   if (is_dir && parent->attr.nlink >= kMaxLinks) return Status::Errno(EMLINK);
   return std::move(*parent);
 }
@@ -214,10 +247,10 @@ Status AddName(Ops& ops, DB_TXN* t, const Cred& c, Node old, std::string_view ne
   if (!IsOwnerOrPrivileged(old.attr, c)) {
     bool safe = S_ISREG(old.attr.mode) && !(old.attr.mode & S_ISUID) &&
                 (old.attr.mode & (S_ISGID | S_IXGRP)) != (S_ISGID | S_IXGRP) &&
-                Permitted(old.attr, c, 6);
+                Permitted(old, c, 6);
     if (!safe) return Status::Errno(EPERM);
   }
-  if (!Permitted(parent->attr, c, 3)) return Status::Errno(EACCES);
+  if (!Permitted(*parent, c, 3)) return Status::Errno(EACCES);
   if (old.is_dir()) return Status::Errno(EPERM);
   if (old.where == Node::Where::kPlmd) {
     AMINO_ASSIGN_OR_RETURN(old.iv, ops.GetInode(t, old.id));
@@ -254,12 +287,12 @@ Status AddName(Ops& ops, DB_TXN* t, const Cred& c, Node old, std::string_view ne
 
 // open(dir, O_TMPFILE): a regular file without a name, open once.
 Result<OpenResult> OpenUnnamed(Ops& ops, DB_TXN* t, const Cred& c, std::string_view dir, int flags,
-                               mode_t mode) {
+                               mode_t mode, mode_t umask) {
   if ((flags & O_ACCMODE) == O_RDONLY) return Status::Errno(EINVAL);
   AMINO_ASSIGN_OR_RETURN(Node d, ops.ResolveExisting(t, c, dir, true));
   if (!d.is_dir()) return Status::Errno(ENOTDIR);
-  if (!Permitted(d.attr, c, 3)) return Status::Errno(EACCES);
-  AMINO_ASSIGN_OR_RETURN(Node n, ops.CreateUnnamed(t, c, S_IFREG | (mode & 07777), d.attr));
+  if (!Permitted(d, c, 3)) return Status::Errno(EACCES);
+  AMINO_ASSIGN_OR_RETURN(Node n, ops.CreateUnnamed(t, c, S_IFREG | (mode & 07777), umask, d));
   OpenResult out;
   out.id = n.id;
   out.stat = Stat{n.id, n.attr};
@@ -334,7 +367,7 @@ Status TouchCtime(Ops& ops, DB_TXN* t, const std::string& path, const timespec& 
 
 // may_delete(): may `c` remove or replace `victim` from `dir`?
 Status MayDelete(const Node& dir, const Node& victim, const Cred& c, bool is_dir) {
-  if (!Permitted(dir.attr, c, 3)) return Status::Errno(EACCES);
+  if (!Permitted(dir, c, 3)) return Status::Errno(EACCES);
   AMINO_RETURN_IF_ERROR(CheckSticky(dir.attr, victim.attr, c));
   if (is_dir && !victim.is_dir()) return Status::Errno(ENOTDIR);
   if (!is_dir && victim.is_dir()) return Status::Errno(EISDIR);
@@ -344,7 +377,7 @@ Status MayDelete(const Node& dir, const Node& victim, const Cred& c, bool is_dir
 }  // namespace
 
 Result<Stat> FileSystem::Mknod(Transaction& txn, const Cred& c, std::string_view path, mode_t mode,
-                               dev_t rdev) {
+                               dev_t rdev, mode_t umask) {
   DB_TXN* t = txn.raw();
   Ops ops(*store_);
   switch (mode & S_IFMT) {
@@ -367,20 +400,20 @@ Result<Stat> FileSystem::Mknod(Transaction& txn, const Cred& c, std::string_view
   AMINO_ASSIGN_OR_RETURN(Resolved r, ResolveEntry(ops, t, c, path));
   AMINO_ASSIGN_OR_RETURN(Node parent, CreationParent(ops, t, c, r, false));
   bool device = S_ISCHR(mode) || S_ISBLK(mode);
-  AMINO_ASSIGN_OR_RETURN(Node n, ops.CreateNode(t, c, r.path(), mode & (S_IFMT | 07777),
-                                                device ? rdev : 0, parent.attr));
+  AMINO_ASSIGN_OR_RETURN(Node n, ops.CreateNode(t, c, r.path(), mode & (S_IFMT | 07777), umask,
+                                                device ? rdev : 0, parent));
   return Stat{n.id, n.attr};
 }
 
-Result<Stat> FileSystem::Mkdir(Transaction& txn, const Cred& c, std::string_view path,
-                               mode_t mode) {
+Result<Stat> FileSystem::Mkdir(Transaction& txn, const Cred& c, std::string_view path, mode_t mode,
+                               mode_t umask) {
   DB_TXN* t = txn.raw();
   Ops ops(*store_);
   AMINO_ASSIGN_OR_RETURN(Resolved r, ResolveEntry(ops, t, c, path));
   AMINO_ASSIGN_OR_RETURN(Node parent, CreationParent(ops, t, c, r, true));
   // mkdir keeps only the permission and sticky bits; set-group-id comes from the parent.
-  AMINO_ASSIGN_OR_RETURN(Node n,
-                         ops.CreateNode(t, c, r.path(), S_IFDIR | (mode & 01777), 0, parent.attr));
+  AMINO_ASSIGN_OR_RETURN(
+      Node n, ops.CreateNode(t, c, r.path(), S_IFDIR | (mode & 01777), umask, 0, parent));
   return Stat{n.id, n.attr};
 }
 
@@ -449,7 +482,7 @@ Status FileSystem::Symlink(Transaction& txn, const Cred& c, std::string_view tar
   if (target.size() > kSymlinkMax) return Status::Errno(ENAMETOOLONG);
   AMINO_ASSIGN_OR_RETURN(Resolved r, ResolveEntry(ops, t, c, linkpath));
   AMINO_ASSIGN_OR_RETURN(Node parent, CreationParent(ops, t, c, r, false));
-  AMINO_ASSIGN_OR_RETURN(Node n, ops.CreateNode(t, c, r.path(), S_IFLNK | 0777, 0, parent.attr));
+  AMINO_ASSIGN_OR_RETURN(Node n, ops.CreateNode(t, c, r.path(), S_IFLNK | 0777, 0, 0, parent));
   AMINO_RETURN_IF_ERROR(store_->Put(store_->data(), t, PageKey(n.id, 0), target));
   n.attr.size = target.size();
   n.attr.blocks = kTransferUnit / 512;
@@ -512,14 +545,14 @@ Status FileSystem::Rename(Transaction& txn, const Cred& c, std::string_view oldp
   if (rn.node) {
     AMINO_RETURN_IF_ERROR(
         MayDelete(*new_dir, *rn.node, c, exchange ? rn.node->is_dir() : src.is_dir()));
-  } else if (!Permitted(new_dir->attr, c, 3)) {
+  } else if (!Permitted(*new_dir, c, 3)) {
     return Status::Errno(EACCES);
   }
   const bool moves_parent = ro.parent != rn.parent;
   if (moves_parent) {
     // A directory that changes parent has its ".." rewritten: that needs write permission on it.
-    if (src.is_dir() && !Permitted(src.attr, c, 2)) return Status::Errno(EACCES);
-    if (exchange && rn.node->is_dir() && !Permitted(rn.node->attr, c, 2)) {
+    if (src.is_dir() && !Permitted(src, c, 2)) return Status::Errno(EACCES);
+    if (exchange && rn.node->is_dir() && !Permitted(*rn.node, c, 2)) {
       return Status::Errno(EACCES);
     }
   }
@@ -568,10 +601,10 @@ Status FileSystem::Rename(Transaction& txn, const Cred& c, std::string_view oldp
 }
 
 Result<OpenResult> FileSystem::Open(Transaction& txn, const Cred& c, std::string_view path,
-                                    int flags, mode_t mode) {
+                                    int flags, mode_t mode, mode_t umask) {
   DB_TXN* t = txn.raw();
   Ops ops(*store_);
-  if ((flags & O_TMPFILE) == O_TMPFILE) return OpenUnnamed(ops, t, c, path, flags, mode);
+  if ((flags & O_TMPFILE) == O_TMPFILE) return OpenUnnamed(ops, t, c, path, flags, mode, umask);
   const bool creat = flags & O_CREAT;
   if (creat && (flags & O_DIRECTORY)) return Status::Errno(EINVAL);
   const bool excl = creat && (flags & O_EXCL);
@@ -583,7 +616,7 @@ Result<OpenResult> FileSystem::Open(Transaction& txn, const Cred& c, std::string
     if (r.trailing_slash) return Status::Errno(EISDIR);
     AMINO_ASSIGN_OR_RETURN(Node parent, CreationParent(ops, t, c, r, false));
     AMINO_ASSIGN_OR_RETURN(
-        Node n, ops.CreateNode(t, c, r.path(), S_IFREG | (mode & 07777), 0, parent.attr));
+        Node n, ops.CreateNode(t, c, r.path(), S_IFREG | (mode & 07777), umask, 0, parent));
     r.node = std::move(n);
     out.created = true;
   } else {
@@ -596,7 +629,7 @@ Result<OpenResult> FileSystem::Open(Transaction& txn, const Cred& c, std::string
     int mask = acc == O_RDONLY ? 4 : acc == O_WRONLY ? 2 : 6;
     if (flags & O_TRUNC) mask |= 2;
     if (n.is_dir() && (mask & 2)) return Status::Errno(EISDIR);
-    if (!Permitted(n.attr, c, mask)) return Status::Errno(EACCES);
+    if (!Permitted(n, c, mask)) return Status::Errno(EACCES);
     if (S_ISSOCK(n.attr.mode)) return Status::Errno(ENXIO);
     if ((flags & O_TRUNC) && S_ISREG(n.attr.mode)) {
       AMINO_RETURN_IF_ERROR(ops.SetSize(t, n, 0, Now()));

@@ -11,7 +11,8 @@ timespec Now() {
   return ts;
 }
 
-bool Permitted(const Attr& a, const Cred& c, int mask) {
+bool Permitted(const Node& n, const Cred& c, int mask) {
+  const Attr& a = n.attr;
   if (c.privileged()) {
     // CAP_DAC_OVERRIDE: everything but executing a file nobody may execute.
     if ((mask & 1) && !S_ISDIR(a.mode) && !(a.mode & 0111)) return false;
@@ -20,6 +21,10 @@ bool Permitted(const Attr& a, const Cred& c, int mask) {
   unsigned bits;
   if (c.uid == a.uid) {
     bits = (a.mode >> 6) & 7;
+  } else if ((a.flags & kHasAccessAcl) && (a.mode & 070)) {
+    // acl_permission_check(): the ACL decides for everyone but the owner, unless the group
+    // bits (the mask) are all clear, when the mode bits do.
+    return AclPermits(n.acl, a.uid, a.gid, c, mask);
   } else if (c.in_group(a.gid)) {
     bits = (a.mode >> 3) & 7;
   } else {
@@ -67,12 +72,13 @@ Result<Node> Ops::NodeAt(DB_TXN* t, std::string_view path, const PathValue& pv) 
     n.attr = *pv.plmd;
     // The Data record is loaded lazily by the operations that change counts.
     n.iv.link_count = 1;
-    return n;
+  } else {
+    AMINO_ASSIGN_OR_RETURN(n.iv, GetInode(t, pv.id));
+    if (!n.iv.dlmd) return Damaged("hard-linked file without DLMD " + std::to_string(pv.id));
+    n.where = Node::Where::kDlmd;
+    n.attr = *n.iv.dlmd;
   }
-  AMINO_ASSIGN_OR_RETURN(n.iv, GetInode(t, pv.id));
-  if (!n.iv.dlmd) return Damaged("hard-linked file without DLMD " + std::to_string(pv.id));
-  n.where = Node::Where::kDlmd;
-  n.attr = *n.iv.dlmd;
+  AMINO_RETURN_IF_ERROR(LoadAcl(t, n));
   return n;
 }
 
@@ -92,12 +98,14 @@ Result<Node> Ops::NodeById(DB_TXN* t, FileId id) {
   if (n.iv.dlmd) {
     n.where = Node::Where::kDlmd;
     n.attr = *n.iv.dlmd;
+    AMINO_RETURN_IF_ERROR(LoadAcl(t, n));
     return n;
   }
   if (n.iv.link_count == 0) {
     AMINO_ASSIGN_OR_RETURN(std::optional<std::string> o, s_.Get(s_.orphan(), t, IdKey(id)));
     if (!o || !DecodeAttr(*o, &n.attr)) return Damaged("orphan " + std::to_string(id));
     n.where = Node::Where::kOrphan;
+    AMINO_RETURN_IF_ERROR(LoadAcl(t, n));
     return n;
   }
   AMINO_ASSIGN_OR_RETURN(std::optional<std::string> name, s_.Get(s_.names(), t, IdKey(id)));
@@ -108,6 +116,7 @@ Result<Node> Ops::NodeById(DB_TXN* t, FileId id) {
   n.path = *name;
   n.pv = *pv;
   n.attr = *pv->plmd;
+  AMINO_RETURN_IF_ERROR(LoadAcl(t, n));
   return n;
 }
 
@@ -209,7 +218,7 @@ Result<Resolved> Ops::Resolve(DB_TXN* t, const Cred& c, std::string_view path, b
     bool last = rest.empty();
     if (comp.size() > kNameMax) return Status::Errno(ENAMETOOLONG);
     // Looking anything up in a directory needs search permission on it.
-    if (!Permitted(cur_node->attr, c, 1)) return Status::Errno(EACCES);
+    if (!Permitted(*cur_node, c, 1)) return Status::Errno(EACCES);
 
     if (comp == ".") {
       if (last) {

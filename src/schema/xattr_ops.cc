@@ -1,10 +1,42 @@
 // Extended attributes: one Xattr record per (file, name). Namespaces user., trusted. and
-// security. as Linux checks them; system. (POSIX ACLs) is not supported: EOPNOTSUPP.
+// security. as Linux checks them, and of system. the two POSIX ACLs, with the rules of
+// fs/posix_acl.c (others in system.: EOPNOTSUPP). An ACL's record holds the value getxattr
+// returns; the file's flags say which of the two it has (records.h).
 #include <sys/xattr.h>
 
 #include "schema/fs_internal.h"
 
 namespace amino::schema {
+
+namespace internal {
+
+Status Ops::LoadAcl(DB_TXN* t, Node& n) {
+  n.acl.clear();
+  if (!(n.attr.flags & kHasAccessAcl)) return Status::Ok();
+  AMINO_ASSIGN_OR_RETURN(std::optional<std::string> raw,
+                         s_.Get(s_.xattr(), t, XattrKey(n.id, kAclAccessName)));
+  Result<Acl> acl = raw ? ParseAcl(*raw) : Result<Acl>(Status::Errno(ENODATA));
+  if (!acl.ok() || acl->empty()) {
+    return Status::Storage(EUCLEAN, "damaged access ACL of " + std::to_string(n.id));
+  }
+  n.acl = std::move(*acl);
+  return Status::Ok();
+}
+
+Status Ops::StoreAcl(DB_TXN* t, Node& n, std::string_view name, const Acl& acl) {
+  const bool access = name == kAclAccessName;
+  const uint32_t flag = access ? kHasAccessAcl : kHasDefaultAcl;
+  if (access) n.acl = acl;
+  const std::string key = XattrKey(n.id, name);
+  if (acl.empty()) {
+    n.attr.flags &= ~flag;
+    return s_.Del(s_.xattr(), t, key);
+  }
+  n.attr.flags |= flag;
+  return s_.Put(s_.xattr(), t, key, EncodeAcl(acl));
+}
+
+}  // namespace internal
 
 using internal::IsOwnerOrPrivileged;
 using internal::Node;
@@ -14,10 +46,11 @@ using internal::Permitted;
 
 namespace {
 
-enum class Space { kUser, kTrusted, kSecurity };
+enum class Space { kUser, kTrusted, kSecurity, kAcl };
 
 Result<Space> Namespace(std::string_view name) {
   if (name.empty() || name.size() > kXattrNameMax) return Status::Errno(ERANGE);
+  if (name == kAclAccessName || name == kAclDefaultName) return Space::kAcl;
   struct Prefix {
     std::string_view text;
     Space space;
@@ -42,6 +75,8 @@ Status CheckAccess(const Node& n, const Cred& c, Space space, bool write) {
     case Space::kSecurity:
       if (write && !c.privileged()) return Status::Errno(EPERM);
       return Status::Ok();
+    case Space::kAcl:  // reading needs nothing; writing: SetAcl
+      return Status::Ok();
     case Space::kUser:
       if (!S_ISREG(n.attr.mode) && !S_ISDIR(n.attr.mode)) {
         return Status::Errno(write ? EPERM : ENODATA);
@@ -50,13 +85,53 @@ Status CheckAccess(const Node& n, const Cred& c, Space space, bool write) {
           !IsOwnerOrPrivileged(n.attr, c)) {
         return Status::Errno(EPERM);
       }
-      return Permitted(n.attr, c, write ? 2 : 4) ? Status::Ok() : Status::Errno(EACCES);
+      return Permitted(n, c, write ? 2 : 4) ? Status::Ok() : Status::Errno(EACCES);
   }
   return Status::Ok();
 }
 
+// vfs_set_acl()'s checks, after the value was parsed: `acl` empty removes.
+Status MaySetAcl(const Node& n, const Cred& c, std::string_view name, const Acl& acl,
+                 bool* nothing_to_do) {
+  *nothing_to_do = false;
+  if (n.is_link()) return Status::Errno(EOPNOTSUPP);
+  if (name == kAclDefaultName && !n.is_dir()) {
+    // Only directories have a default ACL: removing one elsewhere succeeds at doing nothing.
+    if (!acl.empty()) return Status::Errno(EACCES);
+    *nothing_to_do = true;
+    return Status::Ok();
+  }
+  if (!IsOwnerOrPrivileged(n.attr, c)) return Status::Errno(EPERM);
+  return Status::Ok();
+}
+
+// Sets (or, with an empty `acl`, removes) an ACL. An access ACL the mode can say stores nothing
+// and only sets the mode (posix_acl_update_mode); setting one changes the mode's permission bits
+// and may drop set-group-id.
+Status SetAcl(Ops& ops, DB_TXN* t, const Cred& c, Node& n, std::string_view name, Acl acl) {
+  bool nothing_to_do;
+  AMINO_RETURN_IF_ERROR(MaySetAcl(n, c, name, acl, &nothing_to_do));
+  if (nothing_to_do) return Status::Ok();
+  const uint32_t flag = name == kAclAccessName ? kHasAccessAcl : kHasDefaultAcl;
+  bool changed = (n.attr.flags & flag) != 0;
+  if (name == kAclAccessName && !acl.empty()) {
+    uint32_t mode = n.attr.mode;
+    if (!AclToMode(acl, &mode)) acl.clear();
+    if (!c.privileged() && !c.in_group(n.attr.gid)) mode &= ~S_ISGID;
+    n.attr.mode = mode;
+    changed = true;
+  } else if (!acl.empty()) {
+    changed = true;
+  }
+  if (!changed) return Status::Ok();  // removing an ACL the file does not have
+  AMINO_RETURN_IF_ERROR(ops.StoreAcl(t, n, name, acl));
+  n.attr.ctime = Now();
+  return ops.SaveAttr(t, n);
+}
+
 Result<std::string> Get(Store& s, DB_TXN* t, const Cred& c, const Node& n, std::string_view name) {
   AMINO_ASSIGN_OR_RETURN(Space space, Namespace(name));
+  if (space == Space::kAcl && n.is_link()) return Status::Errno(EOPNOTSUPP);
   AMINO_RETURN_IF_ERROR(CheckAccess(n, c, space, false));
   AMINO_ASSIGN_OR_RETURN(std::optional<std::string> v, s.Get(s.xattr(), t, XattrKey(n.id, name)));
   if (!v) return Status::Errno(ENODATA);
@@ -68,6 +143,11 @@ Status Set(Store& s, Ops& ops, DB_TXN* t, const Cred& c, Node& n, std::string_vi
   if (flags & ~(XATTR_CREATE | XATTR_REPLACE)) return Status::Errno(EINVAL);
   AMINO_ASSIGN_OR_RETURN(Space space, Namespace(name));
   if (value.size() > kXattrValueMax) return Status::Errno(E2BIG);
+  if (space == Space::kAcl) {
+    // XATTR_CREATE and XATTR_REPLACE do not apply to ACLs.
+    AMINO_ASSIGN_OR_RETURN(Acl acl, ParseAcl(value));
+    return SetAcl(ops, t, c, n, name, std::move(acl));
+  }
   AMINO_RETURN_IF_ERROR(CheckAccess(n, c, space, true));
   const std::string key = XattrKey(n.id, name);
   AMINO_ASSIGN_OR_RETURN(std::optional<std::string> old, s.Get(s.xattr(), t, key));
@@ -95,6 +175,8 @@ Result<std::vector<std::string>> List(Store& s, DB_TXN* t, const Cred& c, const 
 
 Status Remove(Store& s, Ops& ops, DB_TXN* t, const Cred& c, Node& n, std::string_view name) {
   AMINO_ASSIGN_OR_RETURN(Space space, Namespace(name));
+  // Removing an ACL the file does not have succeeds, as on Linux.
+  if (space == Space::kAcl) return SetAcl(ops, t, c, n, name, Acl());
   AMINO_RETURN_IF_ERROR(CheckAccess(n, c, space, true));
   const std::string key = XattrKey(n.id, name);
   AMINO_ASSIGN_OR_RETURN(std::optional<std::string> old, s.Get(s.xattr(), t, key));

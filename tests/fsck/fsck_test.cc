@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "schema/acl.h"
 #include "schema/filesystem.h"
 #include "schema/records.h"
 #include "schema/store.h"
@@ -53,7 +54,8 @@ class FsckTest : public ::testing::Test {
   }
 
   // A small tree with every kind of record: directories, a two-page file, hard links, a sparse
-  // file, a symbolic link, an extended attribute, a FIFO, an empty file and an open orphan.
+  // file, a symbolic link, an extended attribute, a FIFO, an empty file, POSIX ACLs (a default one
+  // on /dir and the access ACL /dir/acl inherits from it) and an open orphan.
   void BuildTree() {
     Cred root = Cred::Root();
     Status st = fs_->Run([&](Transaction& t) -> Status {
@@ -68,6 +70,13 @@ class FsckTest : public ::testing::Test {
       AMINO_RETURN_IF_ERROR(fs_->SetXattr(t, root, "/x", "user.k", "v", 0));
       AMINO_RETURN_IF_ERROR(fs_->Mknod(t, root, "/fifo", S_IFIFO | 0644).status());
       AMINO_RETURN_IF_ERROR(WriteFile(t, "/empty", 0, ""));
+      const Acl acl = {{kAclUserObj, 7, 0},
+                       {kAclUser, 6, 1000},
+                       {kAclGroupObj, 5, 0},
+                       {kAclMask, 7, 0},
+                       {kAclOther, 5, 0}};
+      AMINO_RETURN_IF_ERROR(fs_->SetXattr(t, root, "/dir", kAclDefaultName, EncodeAcl(acl), 0));
+      AMINO_RETURN_IF_ERROR(WriteFile(t, "/dir/acl", 0, ""));
       // So does a removed directory that is still open.
       AMINO_RETURN_IF_ERROR(fs_->Mkdir(t, root, "/gonedir", 0755).status());
       AMINO_ASSIGN_OR_RETURN(OpenResult d, fs_->Open(t, root, "/gonedir", O_RDONLY | O_DIRECTORY));
@@ -403,6 +412,39 @@ TEST_F(FsckTest, NoOrphanedBlocksPagesLeftByADeletedFile) {
 TEST_F(FsckTest, NoOrphanedBlocksXattrWithoutInode) {
   Put(store().xattr(), XattrKey(kUnusedId, "user.lost"), "v");
   ExpectViolations({"NOORPHANEDBLOCKS"}, "user.lost");
+}
+
+// --- ACL --------------------------------------------------------------------------------------
+
+TEST_F(FsckTest, AclFlagWithoutItsRecord) {
+  FileId id = IdOf("/dir/acl");
+  ASSERT_TRUE(GetPath("/dir/acl").plmd->flags & kHasAccessAcl);
+  Del(store().xattr(), XattrKey(id, kAclAccessName));
+  ExpectViolations({"ACL"}, IdText(id));
+}
+
+TEST_F(FsckTest, AclRecordWithoutItsFlag) {
+  PathValue v = GetPath("/dir");
+  ASSERT_EQ(v.plmd->flags, kHasDefaultAcl);
+  v.plmd->flags = 0;
+  PutPath("/dir", v);
+  ExpectViolations({"ACL"}, "/dir");
+}
+
+TEST_F(FsckTest, AclRecordThatIsNoAcl) {
+  FileId id = IdOf("/dir/acl");
+  Put(store().xattr(), XattrKey(id, kAclAccessName), "not an ACL");
+  ExpectViolations({"ACL"}, IdText(id));
+}
+
+TEST_F(FsckTest, AclDefaultOnAFile) {
+  FileId id = IdOf("/empty");
+  PathValue v = GetPath("/empty");
+  v.plmd->flags = kHasDefaultAcl;
+  PutPath("/empty", v);
+  Put(store().xattr(), XattrKey(id, kAclDefaultName),
+      Get(store().xattr(), XattrKey(IdOf("/dir"), kAclDefaultName)));
+  ExpectViolations({"ACL"}, IdText(id));
 }
 
 // --- HARDLINKUSESDLMD -------------------------------------------------------------------------
