@@ -281,7 +281,8 @@ Decision MountHandler::OpenServed(Thread& t, SyscallRegs& call, Target& target, 
   if (!call.notified && !EnsureRegion(t, call, &restart)) return restart;
   auto file = std::make_shared<ServedFile>();
   const schema::Cred cred = CredOf(t);
-  const mode_t final_mode = mode & ~UmaskOf(t) & 07777;
+  const mode_t create_mode = mode & 07777;  // the schema applies the umask (or a default ACL)
+  const mode_t umask = UmaskOf(t);
   file->flags = flags & ~(O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_CLOEXEC);
   if (flags & O_PATH) file->flags = flags & (O_PATH | O_DIRECTORY | O_NOFOLLOW);  // as F_GETFL
   MountFs* node_fs = nullptr;  // a FIFO or device node, opened by the kernel (mount_nodes.cc)
@@ -307,7 +308,7 @@ Decision MountHandler::OpenServed(Thread& t, SyscallRegs& call, Target& target, 
       file->type = st->attr.mode & S_IFMT;
       return schema::Status::Ok();
     }
-    auto r = m.fs->Open(txn, cred, rel, flags, final_mode);
+    auto r = m.fs->Open(txn, cred, rel, flags, create_mode, umask);
     if (!r.ok()) return r.status();
     file->id = r->id;
     if (auto names = m.fs->Names(txn, r->id); names.ok() && !names->empty()) {

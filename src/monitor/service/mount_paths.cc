@@ -728,20 +728,25 @@ Decision MountHandler::ServePath(Thread& t, SyscallRegs& call, Target* targets, 
           no_id, ok);
     case SYS_mkdir:
     case SYS_mkdirat: {
-      const mode_t mode = static_cast<mode_t>(nr == SYS_mkdir ? a1 : a2) & ~UmaskOf(t) & 01777;
-      return run([&](MountFs& m, schema::Transaction& txn,
-                     const std::string& rel) { return m.fs->Mkdir(txn, cred, rel, mode).status(); },
-                 no_id, ok);
+      // The schema applies the umask: not where a default ACL takes its place.
+      const mode_t mode = static_cast<mode_t>(nr == SYS_mkdir ? a1 : a2) & 01777;
+      const mode_t umask = UmaskOf(t);
+      return run(
+          [&](MountFs& m, schema::Transaction& txn, const std::string& rel) {
+            return m.fs->Mkdir(txn, cred, rel, mode, umask).status();
+          },
+          no_id, ok);
     }
     case SYS_mknod:
     case SYS_mknodat: {
       const mode_t raw = static_cast<mode_t>(nr == SYS_mknod ? a1 : a2);
-      const mode_t mode = (raw & S_IFMT) | (raw & 07777 & ~UmaskOf(t));
+      const mode_t mode = raw & (S_IFMT | 07777);
+      const mode_t umask = UmaskOf(t);
       // The argument is an unsigned int in the kernel's encoding, which is what stat reports.
       const dev_t dev = static_cast<uint32_t>(nr == SYS_mknod ? a2 : a3);
       return run(
           [&](MountFs& m, schema::Transaction& txn, const std::string& rel) {
-            return m.fs->Mknod(txn, cred, rel, mode, dev).status();
+            return m.fs->Mknod(txn, cred, rel, mode, dev, umask).status();
           },
           no_id, ok);
     }
