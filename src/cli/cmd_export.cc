@@ -18,6 +18,7 @@
 #include "cli/commands.h"
 #include "cli/host_tree.h"
 #include "cli/progress.h"
+#include "schema/acl.h"
 #include "schema/filesystem.h"
 
 namespace amino::cli {
@@ -180,6 +181,11 @@ class Exporter {
         return HostFail(host, errno, " (extended attribute " + Printable(name) + ")");
       }
     }
+    // Not an access ACL the host directory's default ACL gave it, when the file has none.
+    if (!Listed(*names, schema::kAclAccessName) &&
+        fremovexattr(out.get(), schema::kAclAccessName.data()) != 0 && !NoAcl(errno)) {
+      return HostFail(host, errno);
+    }
     // chown clears set-user-ID and set-group-ID: the mode comes after it.
     if (fchown(out.get(), a.uid, a.gid) != 0) return HostFail(host, errno);
     if (fchmod(out.get(), a.mode & 07777) != 0) return HostFail(host, errno);
@@ -189,6 +195,12 @@ class Exporter {
     if (!closed.ok()) return HostFail(host, closed.error());
     return Db(db, fs_.Close(t, id));
   }
+
+  static bool Listed(const std::vector<std::string>& names, std::string_view name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  }
+  // Removing an ACL failed only because there is none (or the host has no ACLs at all).
+  static bool NoAcl(int err) { return err == ENODATA || err == EOPNOTSUPP; }
 
   // Extended attributes, owner, mode and times of `host` from the database, times last.
   Status SetAttributes(Transaction& t, const std::string& db, const std::string& host,
@@ -201,6 +213,13 @@ class Exporter {
       Status set = host::SetXattr(host, name, *value);
       if (!set.ok()) {
         return HostFail(host, set.error(), " (extended attribute " + Printable(name) + ")");
+      }
+    }
+    // Only the file's ACLs: none inherited on the host, none a merged directory had.
+    for (std::string_view acl : {schema::kAclAccessName, schema::kAclDefaultName}) {
+      if (S_ISLNK(a.mode) || Listed(*names, acl)) continue;
+      if (lremovexattr(host.c_str(), acl.data()) != 0 && !NoAcl(errno)) {
+        return HostFail(host, errno);
       }
     }
     if (lchown(host.c_str(), a.uid, a.gid) != 0) return HostFail(host, errno);

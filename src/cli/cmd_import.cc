@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/host_tree.h"
 #include "cli/progress.h"
+#include "schema/acl.h"
 #include "schema/filesystem.h"
 
 namespace amino::cli {
@@ -164,6 +165,10 @@ class Importer {
       if (SkipXattr(host, name)) continue;
       AMINO_RETURN_IF_ERROR(Db(host, fs_.FSetXattr(t, cred_, id, name, value, 0)));
     }
+    if (!HasXattr(*xattrs, schema::kAclAccessName)) {
+      // Not the access ACL a default ACL of the directory gave it: the host file has none.
+      AMINO_RETURN_IF_ERROR(Db(host, fs_.FRemoveXattr(t, cred_, id, schema::kAclAccessName)));
+    }
     // chown clears set-user-ID and set-group-ID: the mode comes after it.
     AMINO_RETURN_IF_ERROR(Db(host, fs_.FChown(t, cred_, id, st.st_uid, st.st_gid)));
     AMINO_RETURN_IF_ERROR(Db(host, fs_.FChmod(t, cred_, id, st.st_mode & 07777)));
@@ -182,6 +187,12 @@ class Importer {
       if (SkipXattr(host, name)) continue;
       AMINO_RETURN_IF_ERROR(Db(host, fs_.SetXattr(t, cred_, db, name, value, 0, false)));
     }
+    // Only the host's ACLs: none a default ACL of the directory gave, none a merged directory
+    // had (symbolic links have none).
+    for (std::string_view acl : {schema::kAclAccessName, schema::kAclDefaultName}) {
+      if (S_ISLNK(st.st_mode) || HasXattr(*xattrs, acl)) continue;
+      AMINO_RETURN_IF_ERROR(Db(host, fs_.RemoveXattr(t, cred_, db, acl, false)));
+    }
     AMINO_RETURN_IF_ERROR(Db(host, fs_.Chown(t, cred_, db, st.st_uid, st.st_gid, false)));
     if (!S_ISLNK(st.st_mode)) {  // a symbolic link's mode is always 0777
       AMINO_RETURN_IF_ERROR(Db(host, fs_.Chmod(t, cred_, db, st.st_mode & 07777, false)));
@@ -190,12 +201,19 @@ class Importer {
     return Db(host, fs_.Utimens(t, cred_, db, times, false));
   }
 
-  // system.* attributes are the host kernel's own (POSIX ACLs, ...), not data to copy.
+  // system.* attributes are the host kernel's own; of them only the POSIX ACLs mean something
+  // in the file system, and they are copied.
   bool SkipXattr(const std::string& host, const std::string& name) {
     if (name.rfind("system.", 0) != 0) return false;
+    if (name == schema::kAclAccessName || name == schema::kAclDefaultName) return false;
     warnings_.push_back(Printable(host) + ": extended attribute " + Printable(name) +
                         " not imported (system namespace)");
     return true;
+  }
+
+  static bool HasXattr(const host::Xattrs& xattrs, std::string_view name) {
+    return std::any_of(xattrs.begin(), xattrs.end(),
+                       [&](const auto& x) { return x.first == name; });
   }
 
   // A database result for the file `host`: conflicts pass through untouched so the
