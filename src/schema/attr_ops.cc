@@ -110,6 +110,14 @@ Status FileSystem::Access(Transaction& txn, const Cred& c, std::string_view path
   return Permitted(n, c, mode) ? Status::Ok() : Status::Errno(EACCES);
 }
 
+Status FileSystem::FAccess(Transaction& txn, const Cred& c, FileId id, int mode) {
+  if (mode & ~(R_OK | W_OK | X_OK)) return Status::Errno(EINVAL);
+  Ops ops(*store_);
+  AMINO_ASSIGN_OR_RETURN(Node n, ops.NodeById(txn.raw(), id));
+  if (mode == F_OK) return Status::Ok();
+  return Permitted(n, c, mode) ? Status::Ok() : Status::Errno(EACCES);
+}
+
 Status FileSystem::Chmod(Transaction& txn, const Cred& c, std::string_view path, mode_t mode,
                          bool follow) {
   Ops ops(*store_);

@@ -138,6 +138,8 @@ class FileSystem {
   // The caller checked the access mode at open; these check only what Linux checks on an fd.
   Status Close(Transaction& t, FileId id);
   Result<Stat> FStat(Transaction& t, FileId id);
+  // Access's check on an open file (faccessat with AT_EMPTY_PATH, execveat of a descriptor).
+  Status FAccess(Transaction& t, const Cred& c, FileId id, int mode);
   // An access to the file's data (a read, a listing, a mapping) on a relatime mount, Linux's
   // default: atime becomes now when it is not later than mtime or ctime, or is a day old.
   // Nothing else changes (not ctime). Returns whether atime was written.

@@ -357,6 +357,14 @@ TEST_F(AclTest, HardLinksAndRenamesKeepTheAcl) {
   ASSERT_TRUE(root().Unlink("/h").ok());
   EXPECT_TRUE(As(carol).Access("/g", R_OK | W_OK).ok());
   EXPECT_ERRNO(As(dave).Access("/g", R_OK), EACCES);
+  // The same check on an open file (faccessat with AT_EMPTY_PATH).
+  Result<OpenResult> o = root().Open("/g", O_RDONLY);
+  ASSERT_TRUE(o.ok());
+  EXPECT_ERRNO(
+      root().Txn([&](Transaction& t) { return fs_->FAccess(t, carol, o->id, R_OK | W_OK); }), 0);
+  EXPECT_ERRNO(root().Txn([&](Transaction& t) { return fs_->FAccess(t, dave, o->id, R_OK); }),
+               EACCES);
+  ASSERT_TRUE(root().Close(o->id).ok());
   // Fsck (in TearDown) checks the flag agrees with the stored ACL wherever the metadata moved.
 }
 

@@ -418,13 +418,7 @@ Decision MountHandler::Exec(Thread& t, SyscallRegs& call) {
               auto st = f.mfs->fs->FStat(txn, f.id);
               if (!st.ok()) return st.status();
               if (!S_ISREG(st->attr.mode)) return Status::Errno(EACCES);
-              // The permission bits as FileSystem::Access reads them, for a file by id.
-              const schema::Attr& a = st->attr;
-              const unsigned bits = cred.privileged()      ? ((a.mode & 0111) ? 1 : 0)
-                                    : cred.uid == a.uid    ? (a.mode >> 6) & 1
-                                    : cred.in_group(a.gid) ? (a.mode >> 3) & 1
-                                                           : a.mode & 1;
-              if (!bits) return Status::Errno(EACCES);
+              AMINO_RETURN_IF_ERROR(f.mfs->fs->FAccess(txn, cred, f.id, X_OK));
               return read_program(*f.mfs->fs, txn, *st);
             },
             done);

@@ -161,21 +161,6 @@ int PathArgs(const SyscallInfo& info, const SyscallRegs& call, PathArg out[2]) {
   return n;
 }
 
-// The file-permission check the kernel makes for access(2) on a descriptor's file.
-bool Permits(const schema::Attr& a, const schema::Cred& c, int mask) {
-  if (c.privileged()) {
-    // Root may execute only what someone may execute (or search a directory).
-    return !(mask & X_OK) || S_ISDIR(a.mode) || (a.mode & 0111);
-  }
-  unsigned bits = a.mode & 07;
-  if (c.uid == a.uid) {
-    bits = (a.mode >> 6) & 07;
-  } else if (c.in_group(a.gid)) {
-    bits = (a.mode >> 3) & 07;
-  }
-  return (static_cast<unsigned>(mask) & ~bits) == 0;
-}
-
 // After a successful call: writes `v` to the tracee at `addr`, returning `r` or -EFAULT.
 template <typename T>
 long CopyOut(Thread& t, uint64_t addr, const T& v, long r = 0) {
@@ -600,10 +585,8 @@ Decision MountHandler::ServePath(Thread& t, SyscallRegs& call, Target* targets, 
           [&](MountFs& m, schema::Transaction& txn, const std::string& rel) {
             return m.fs->Access(txn, cred, rel, mode, !(flags & AT_SYMLINK_NOFOLLOW));
           },
-          [&](MountFs& m, schema::Transaction& txn, schema::FileId id) -> Status {
-            auto st = m.fs->FStat(txn, id);
-            if (!st.ok()) return st.status();
-            return Permits(st->attr, cred, mode) ? Status::Ok() : Status::Errno(EACCES);
+          [&](MountFs& m, schema::Transaction& txn, schema::FileId id) {
+            return m.fs->FAccess(txn, cred, id, mode);
           },
           ok);
     }
