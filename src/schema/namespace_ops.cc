@@ -58,8 +58,11 @@ static Result<NewFile> InitialAttr(Store& s, DB_TXN* t, const Cred& c, mode_t mo
     if (parent_attr.flags & kHasDefaultAcl) {
       AMINO_ASSIGN_OR_RETURN(std::optional<std::string> raw,
                              s.Get(s.xattr(), t, XattrKey(parent.id, kAclDefaultName)));
-      if (!raw) return Status::Storage(EUCLEAN, "default ACL flag without an ACL");
-      AMINO_ASSIGN_OR_RETURN(f.inherited, ParseAcl(*raw));
+      Result<Acl> acl = raw ? ParseAcl(*raw) : Result<Acl>(Status::Errno(ENODATA));
+      if (!acl.ok() || acl->empty()) {
+        return Status::Storage(EUCLEAN, "damaged default ACL of " + std::to_string(parent.id));
+      }
+      f.inherited = std::move(*acl);
       f.access = f.inherited;
       if (!AclCreateMasq(&f.access, &a.mode)) f.access.clear();
       if (!S_ISDIR(mode)) f.inherited.clear();
@@ -94,11 +97,9 @@ Result<Node> Ops::CreateNode(DB_TXN* t, const Cred& c, std::string_view path, mo
   n.pv = PathValue{id, a.mode, a};
   n.iv = InodeValue{1, 0, std::nullopt};
   n.attr = a;
-  if (!f.access.empty() || !f.inherited.empty()) {
-    AMINO_RETURN_IF_ERROR(StoreAcl(t, n, kAclAccessName, f.access));
-    AMINO_RETURN_IF_ERROR(StoreAcl(t, n, kAclDefaultName, f.inherited));
-    n.pv.plmd = n.attr;
-  }
+  if (!f.access.empty()) AMINO_RETURN_IF_ERROR(StoreAcl(t, n, kAclAccessName, f.access));
+  if (!f.inherited.empty()) AMINO_RETURN_IF_ERROR(StoreAcl(t, n, kAclDefaultName, f.inherited));
+  n.pv.plmd = n.attr;
   AMINO_RETURN_IF_ERROR(PutPath(t, path, n.pv));
   AMINO_RETURN_IF_ERROR(s_.Put(s_.names(), t, IdKey(id), path));
   AMINO_RETURN_IF_ERROR(TouchDir(t, ParentPath(path), S_ISDIR(mode) ? 1 : 0, a.ctime));
