@@ -498,6 +498,8 @@ Result<std::string> FileSystem::Readlink(Transaction& txn, const Cred& c, std::s
   AMINO_ASSIGN_OR_RETURN(std::optional<std::string> target,
                          store_->Get(store_->data(), t, PageKey(n.id, 0)));
   if (!target) return Status::Storage(EUCLEAN, "symbolic link without a target");
+  // Reading a link is an access to it (do_readlinkat's touch_atime), under relatime.
+  AMINO_RETURN_IF_ERROR(TouchAtime(txn, n.id).status());
   return std::move(*target);
 }
 
@@ -606,6 +608,16 @@ Result<OpenResult> FileSystem::Open(Transaction& txn, const Cred& c, std::string
   DB_TXN* t = txn.raw();
   Ops ops(*store_);
   if ((flags & O_TMPFILE) == O_TMPFILE) return OpenUnnamed(ops, t, c, path, flags, mode, umask);
+  if (flags & O_PATH) {
+    // A handle, counted as an open description like any other (fstat of it after the file's
+    // last name is gone still works): only the walk's search permission is needed.
+    AMINO_ASSIGN_OR_RETURN(Node n, ops.ResolveExisting(t, c, path, !(flags & O_NOFOLLOW)));
+    if ((flags & O_DIRECTORY) && !n.is_dir()) return Status::Errno(ENOTDIR);
+    AMINO_ASSIGN_OR_RETURN(n.iv, ops.GetInode(t, n.id));
+    n.iv.open_count++;
+    AMINO_RETURN_IF_ERROR(ops.PutInode(t, n.id, n.iv));
+    return OpenResult{n.id, Stat{n.id, n.attr}, false};
+  }
   const bool creat = flags & O_CREAT;
   if (creat && (flags & O_DIRECTORY)) return Status::Errno(EINVAL);
   const bool excl = creat && (flags & O_EXCL);

@@ -222,8 +222,9 @@ check "fexecve of a stored program (execveat AT_EMPTY_PATH)" "$exp_ls" "python3 
 import os
 fd = os.open('$MNT/bin/ls', os.O_RDONLY)
 os.execve(fd, ['ls', '-1', '/usr/share/doc/bash'], dict(os.environ))\""
-check "set-user-ID program: runs with the caller's ids" "65534
-status=0" "setpriv --reuid 65534 --regid 65534 --clear-groups '$MNT/bin/id' -u"
+check "set-user-ID program: runs with its owner's effective id, the caller's real one" "0
+65534
+status=0" "setpriv --reuid 65534 --regid 65534 --clear-groups sh -c \"'$MNT/bin/id' -u; '$MNT/bin/id' -ru\""
 check "many arguments to a stored script" "sh: 0=$MNT/bin/args.sh args=$(seq -s ' ' 1 5000)
 status=0" "'$MNT/bin/args.sh' \$(seq 1 5000)"
 check "python mmap of served files" "$exp_mmap" "python3 '$WORK/mmap_check.py' '$MNT/data'"

@@ -290,7 +290,7 @@ Decision MountHandler::OpenServed(Thread& t, SyscallRegs& call, Target& target, 
   PathBody body = [&](MountFs& m, schema::Transaction& txn, const std::string& rel) {
     file->mfs = &m;
     if ((flags & O_TMPFILE) == O_TMPFILE) {
-      auto r = m.fs->Open(txn, cred, rel, flags, final_mode);
+      auto r = m.fs->Open(txn, cred, rel, flags, create_mode, umask);
       if (!r.ok()) return r.status();
       file->id = r->id;
       file->type = S_IFREG;
@@ -301,11 +301,11 @@ Decision MountHandler::OpenServed(Thread& t, SyscallRegs& call, Target& target, 
       return schema::Status::Ok();
     }
     if (flags & O_PATH) {
-      auto st = m.fs->GetStat(txn, cred, rel, !(flags & O_NOFOLLOW));
-      if (!st.ok()) return st.status();
-      if ((flags & O_DIRECTORY) && !S_ISDIR(st->attr.mode)) return schema::Status::Errno(ENOTDIR);
-      file->id = st->ino;
-      file->type = st->attr.mode & S_IFMT;
+      auto r = m.fs->Open(txn, cred, rel, flags);
+      if (!r.ok()) return r.status();
+      file->id = r->id;
+      file->type = r->stat.attr.mode & S_IFMT;
+      file->counted = true;
       return schema::Status::Ok();
     }
     auto r = m.fs->Open(txn, cred, rel, flags, create_mode, umask);
@@ -476,6 +476,12 @@ Decision MountHandler::Descriptors(Thread& t, SyscallRegs& call) {
 
 Decision MountHandler::Fcntl(Thread& t, SyscallRegs& call, ServedFile& f) {
   const int cmd = static_cast<int>(call.arg(1));
+  // check_fcntl_cmd(): what an O_PATH descriptor allows; anything else, unknown commands
+  // included, is EBADF.
+  if ((f.flags & O_PATH) && cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC && cmd != F_GETFD &&
+      cmd != F_SETFD && cmd != F_GETFL) {
+    return Decision::Emulate(-EBADF);
+  }
   switch (cmd) {
     case F_DUPFD:
     case F_DUPFD_CLOEXEC:

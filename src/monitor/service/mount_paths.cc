@@ -395,6 +395,10 @@ Decision MountHandler::PathCall(Thread& t, SyscallRegs& call) {
     const int fd = paths[0].dirfd;
     std::shared_ptr<ServedFile> f = ServedOf(t, fd);
     if (!f) return fd >= 0 && host::ShadowOf(t, fd) ? host_.OnEntry(t, call) : Decision::Pass();
+    // futimens takes the descriptor with fdget(), which an O_PATH descriptor does not pass.
+    if (paths[0].null && TimesOnDescriptor(nr, call) && (f->flags & O_PATH)) {
+      return Decision::Emulate(-EBADF);
+    }
     Target target;
     target.kind = Target::Kind::kFile;
     target.file = f;
