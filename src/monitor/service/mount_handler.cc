@@ -339,7 +339,8 @@ Decision MountHandler::OpenServed(Thread& t, SyscallRegs& call, Target& target, 
   }
   if (node_fs) return OpenNode(t, call, *node_fs, node, flags);
   txns_.NoteOpened(t.tid, file);  // inside an application transaction: undone if it aborts
-  if ((flags & O_TRUNC) && S_ISREG(file->type) && file->writable()) {
+  // O_TRUNC truncates whatever the access mode (Linux does, for O_RDONLY too).
+  if ((flags & O_TRUNC) && S_ISREG(file->type) && !(flags & O_PATH)) {
     shared_maps_.Resized(*file->mfs, file->id, 0);
   }
   return InstallShadow(t, call, std::move(file));

@@ -429,6 +429,8 @@ Decision MountHandler::PathCall(Thread& t, SyscallRegs& call) {
   };
   for (int i = 0; i < n; ++i) {
     int err = paths[i].read_err;
+    // getname() refuses an empty path before the directory descriptor is looked at.
+    if (!err && paths[i].path.empty() && !paths[i].empty_ok && !paths[i].null) err = ENOENT;
     if (!err) err = -Resolve(t, paths[i].dirfd, paths[i].path, paths[i].empty_ok, &targets[i]);
     if (err) {
       // The first path of a rename or link is looked up before the second is read.

@@ -52,7 +52,10 @@ struct ServedFile : OpenFile {
   ~ServedFile() override;
 
   int access_mode() const { return flags & O_ACCMODE; }
-  bool readable() const { return !(flags & O_PATH) && access_mode() != O_WRONLY; }
+  // Access mode 3 (O_ACCMODE) opens for neither (OPEN_FMODE): only ioctl-like calls work.
+  bool readable() const {
+    return !(flags & O_PATH) && (access_mode() == O_RDONLY || access_mode() == O_RDWR);
+  }
   bool writable() const {
     return !(flags & O_PATH) && (access_mode() == O_WRONLY || access_mode() == O_RDWR);
   }
