@@ -249,7 +249,8 @@ class Mail(Workload):
         super().__init__(scale)
         self.describe = ("%d concurrent senders, %d mailboxes, sizes ~ N(5,993 B, 4,166 B), "
                          "%g s after %g s warm-up; agent: procmail (dot-lock + fcntl lock + "
-                         "fsync)" % (self.p("senders"), self.p("mailboxes"), self.p("seconds"),
+                         "fsync); a delivery the agent defers (EX_TEMPFAIL) is handed over "
+                         "again, as a mail system would" % (self.p("senders"), self.p("mailboxes"), self.p("seconds"),
                                      self.p("warmup")))
 
     def needs(self):

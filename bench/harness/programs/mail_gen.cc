@@ -9,8 +9,10 @@
 //            [--mean B] [--sd B] [--seed S] -- AGENT ARGS...
 //
 // In AGENT ARGS the word {mbox} becomes the mailbox's path (DIR/userK) and {user} its user name.
-// An agent that exits non-zero fails the run. Prints "RESULT ops=<messages delivered after the
-// warm-up> seconds=<measured time> bytes=<their size>".
+// An agent that exits with EX_TEMPFAIL (75: try again later) leaves the message queued, as a mail
+// system does: the sender hands it over again after a short pause (at most kMaxRequeues times);
+// any other non-zero exit fails the run. Prints "RESULT ops=<messages delivered after the
+// warm-up> seconds=<measured time> bytes=<their size> requeued=<deliveries tried again>".
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,6 +27,8 @@ namespace amino::bench {
 namespace {
 
 constexpr const char* kProg = "mail_gen";
+constexpr int kTempFail = 75;       // EX_TEMPFAIL
+constexpr int kMaxRequeues = 1000;  // for one message: past this the agent is taken as broken
 
 struct Options {
   std::string dir;
@@ -100,17 +104,22 @@ int Deliver(const Options& o, const std::string& user, const std::string& msg) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-// One sender process; reports "delivered bytes" on `out` after the warm-up.
+// One sender process; reports "delivered bytes requeued" on `out` after the warm-up.
 void Sender(const Options& o, uint64_t index, double start, int out) {
   Rng rng(o.seed * 1000003 + index);
-  uint64_t delivered = 0, bytes = 0, sent = 0;
+  uint64_t delivered = 0, bytes = 0, sent = 0, requeued = 0;
   const uint64_t quota = (o.messages + o.senders - 1 - index) / o.senders;  // split N over S
   for (;;) {
     const double now = NowSeconds();
     if (o.time_limit > 0 ? now - start >= o.warmup + o.time_limit : sent >= quota) break;
     const std::string user = "user" + std::to_string(rng.Below(o.mailboxes));
     const std::string msg = Message(rng, o, user, index * 1000000000ull + sent);
-    const int status = Deliver(o, user, msg);
+    int status = Deliver(o, user, msg);
+    for (int again = 0; status == kTempFail && again < kMaxRequeues; ++again) {
+      ++requeued;
+      usleep(1000 + static_cast<useconds_t>(rng.Below(9000)));  // 1-10 ms, then again
+      status = Deliver(o, user, msg);
+    }
     if (status != 0) {
       std::fprintf(stderr, "%s: the agent exited with status %d for %s\n", kProg, status,
                    user.c_str());
@@ -122,10 +131,10 @@ void Sender(const Options& o, uint64_t index, double start, int out) {
       bytes += msg.size();
     }
   }
-  char line[64];
-  const int n =
-      std::snprintf(line, sizeof line, "%llu %llu\n", static_cast<unsigned long long>(delivered),
-                    static_cast<unsigned long long>(bytes));
+  char line[96];
+  const int n = std::snprintf(
+      line, sizeof line, "%llu %llu %llu\n", static_cast<unsigned long long>(delivered),
+      static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(requeued));
   if (write(out, line, static_cast<size_t>(n)) != n) _exit(1);
   _exit(0);
 }
@@ -178,19 +187,21 @@ int Main(int argc, char** argv) {
     failed |= !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   }
   const double end = NowSeconds();
-  uint64_t delivered = 0, bytes = 0;
+  uint64_t delivered = 0, bytes = 0, requeued = 0;
   FILE* in = fdopen(fds[0], "r");
-  unsigned long long d, b;
-  while (in != nullptr && std::fscanf(in, "%llu %llu", &d, &b) == 2) {
+  unsigned long long d, b, r;
+  while (in != nullptr && std::fscanf(in, "%llu %llu %llu", &d, &b, &r) == 3) {
     delivered += d;
     bytes += b;
+    requeued += r;
   }
   if (failed) {
     std::fprintf(stderr, "%s: a sender failed\n", kProg);
     return 1;
   }
   const double measured = o.time_limit > 0 ? end - start - o.warmup : end - start;
-  PrintResult(delivered, measured, "bytes=" + std::to_string(bytes));
+  PrintResult(delivered, measured,
+              "bytes=" + std::to_string(bytes) + " requeued=" + std::to_string(requeued));
   return 0;
 }
 
