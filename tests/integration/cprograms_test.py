@@ -27,6 +27,11 @@ class CProgramsTest(ittest.ScenarioTest):
     def test_open_file_descriptions(self):
         self.check([program("descriptors")], expect_status=0)
 
+    def test_removed_files_and_directories_still_open(self):
+        # fstat through descriptors of removed files and directories, and what an O_PATH
+        # descriptor allows.
+        self.check([program("removed_dirs")], expect_status=0)
+
     def test_shared_mappings_between_processes(self):
         # Stores through MAP_SHARED mappings are seen at once by another process's mapping and
         # by read(); write() and ftruncate() are seen in the mappings; close keeps the stores.

@@ -99,7 +99,22 @@ int MountHandler::Resolve(Thread& t, int dirfd, const std::string& path, bool em
     FsContext& fs = *t.proc->fs;
     if (fs.cwd_mount >= 0) {
       virtual_dir = CwdPath(t);
-      if (virtual_dir.empty()) return -ENOENT;  // the cwd was removed
+      if (virtual_dir.empty()) {
+        // The cwd was removed: only "." still names it, as the kernel's dead directory.
+        if (path.empty() || path.find_first_not_of("./") != std::string::npos ||
+            path.find("..") != std::string::npos) {
+          return -ENOENT;
+        }
+        auto dir = std::make_shared<ServedFile>();
+        dir->mfs = mounts_[static_cast<size_t>(fs.cwd_mount)].get();
+        dir->id = fs.cwd_id;
+        dir->type = S_IFDIR;
+        dir->flags = O_RDONLY | O_DIRECTORY;
+        out->kind = Target::Kind::kFile;
+        out->mfs = dir->mfs;
+        out->file = std::move(dir);
+        return 0;
+      }
       virtual_mount = mounts_[static_cast<size_t>(fs.cwd_mount)]->mount;
     } else {
       base_dir = HostCwd(t);
@@ -456,15 +471,11 @@ Decision MountHandler::Fchdir(Thread& t, SyscallRegs& call) {
   if (auto f = ServedOf(t, fd)) {
     if (!f->is_dir()) return Decision::Emulate(-ENOTDIR);
     const schema::Cred cred = CredOf(t);
-    std::string dir = DirPath(*f);
-    if (dir.empty()) return Decision::Emulate(-ENOENT);
+    // A directory removed while open is still a working directory, as in Linux: relative
+    // paths from it then fail with ENOENT and getcwd too (the virtual cwd has no path).
+    const std::string dir = DirPath(*f);
     Decision d = RunOnFile(
-        *f,
-        [&](schema::Transaction& txn) {
-          auto st = f->mfs->fs->FStat(txn, f->id);
-          if (!st.ok()) return st.status();
-          return f->mfs->fs->Access(txn, cred, dir, X_OK);
-        },
+        *f, [&](schema::Transaction& txn) { return f->mfs->fs->FAccess(txn, cred, f->id, X_OK); },
         [] { return 0L; });
     if (d.kind != Decision::Kind::kEmulate || d.result != 0) return d;
     return EnterVirtualDir(t, call, *f->mfs, f->id, dir);
