@@ -1,5 +1,6 @@
 #include "rvm/store.h"
 
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 
@@ -15,6 +16,7 @@ namespace amino::rvm {
 namespace {
 
 std::atomic<bool> g_split_commit{false};
+std::atomic<unsigned> g_split_crash_after{0};  // page commits before a self-inflicted crash
 
 constexpr char kMetaTag = 'M';
 constexpr char kPageTag = 'P';
@@ -377,6 +379,7 @@ int WritePages(rvm_store* s, DB_TXN* parent, const DirtyPage* pages, size_t n) {
     if (ret == 0 && !parent && g_split_commit.load(std::memory_order_relaxed)) {
       ret = t->commit(t, 0);
       if (ret != 0) return Errno(ret);
+      if (g_split_crash_after.load() != 0 && g_split_crash_after.fetch_sub(1) == 1) raise(SIGKILL);
       ret = s->env->txn_begin(s->env, nullptr, &t, s->commit_flags);
       if (ret != 0) return Errno(ret);
     }
@@ -396,7 +399,10 @@ int WritePages(rvm_store* s, DB_TXN* parent, const DirtyPage* pages, size_t n) {
 }
 
 namespace testing {
-void SetSplitCommitForTesting(bool on) { g_split_commit.store(on); }
+void SetSplitCommitForTesting(bool on, unsigned crash_after_pages) {
+  g_split_commit.store(on);
+  g_split_crash_after.store(crash_after_pages);
+}
 }  // namespace testing
 
 }  // namespace amino::rvm
