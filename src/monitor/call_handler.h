@@ -3,14 +3,20 @@
 // run it, to emulate it (skip it and supply the result), or to see its exit too.
 #pragma once
 
+#include <errno.h>
+
 #include <functional>
 #include <vector>
 
+#include "monitor/foreign_abi.h"
 #include "monitor/process_table.h"
 #include "monitor/syscall_regs.h"
 #include "ptrace-ext/notify_listener.h"
 
 namespace amino::monitor {
+
+// The result of a foreign call refused by OnForeignCall (the monitor says why on stderr).
+constexpr long kRefusedForeign = -ENOSYS;
 
 struct Decision {
   enum class Kind {
@@ -49,6 +55,13 @@ class CallHandler {
   virtual bool NeedsStop(long nr) const {
     (void)nr;
     return false;
+  }
+  // A call of another ABI (foreign_abi.h), which no handler serves: 0 lets the kernel run it as
+  // made; otherwise it fails with this value (-errno). kRefusedForeign refuses one that names a
+  // file or descriptor the handler serves, which the kernel would get wrong.
+  virtual long OnForeignCall(Thread& t, const ForeignCall& call) {
+    (void)t, (void)call;
+    return 0;
   }
   // Whether the handler performs calls itself (instead of only letting them through).
   virtual bool Emulates() const { return false; }

@@ -350,9 +350,10 @@ void Tracer::OnSyscallStop(Thread& t, bool seccomp) {
       return;
     }
     if (ForeignAbi(t, call, seccomp)) {
-      // Another ABI's numbers mean other calls: the kernel runs them as asked.
+      // Another ABI's numbers mean other calls: the kernel runs them as asked, unless the
+      // handler refuses one that would reach what it serves.
       stats_.CountCall(call.nr());
-      Resume(t);
+      OnForeignCall(t, call, seccomp);
       return;
     }
     if (call.nr() == SYS_clone || call.nr() == SYS_clone3) {
@@ -420,11 +421,29 @@ bool Tracer::MonitorsStop(Thread& t) {
 bool Tracer::ForeignAbi(Thread& t, const SyscallRegs& call, bool seccomp) {
   if (call.regs.orig_rax & kX32SyscallBit) return true;
   if (seccomp) return t.stop_data == ptrace_ext::kForeignAbiStop;
-  // The ptrace backend sees every call: only the ones the handler would take are checked.
-  if (!trapped_.count(call.nr())) return false;
+  // The ptrace backend sees every call, and an i386 number may be any x86-64 one: each is
+  // checked.
   __ptrace_syscall_info info{};
   return Ptrace(PTRACE_GET_SYSCALL_INFO, t.tid, sizeof info, &info) > 0 &&
          info.arch != AUDIT_ARCH_X86_64;
+}
+
+void Tracer::OnForeignCall(Thread& t, SyscallRegs& call, bool seccomp) {
+  const ForeignCall foreign = DescribeForeign(call.regs, [&](uint64_t addr, void* out, size_t n) {
+    return ReadMemory(*t.proc, addr, out, n) == 0;
+  });
+  const long result = handler_.OnForeignCall(t, foreign);
+  if (result == 0) {
+    Resume(t);
+    return;
+  }
+  if (result == kRefusedForeign && warned_foreign_.insert(t.proc->tgid).second) {
+    std::fprintf(stderr,
+                 "amino run: process %d made a %s system call, %s, on a file Amino serves; only "
+                 "x86-64 calls are served: it fails with ENOSYS\n",
+                 t.proc->tgid, ForeignAbiName(foreign.abi), foreign.name.c_str());
+  }
+  Emulate(t, call, seccomp, result);
 }
 
 bool Tracer::KeepTraced(Thread& t, SyscallRegs& call, bool seccomp) {

@@ -58,6 +58,8 @@ class Tracer {
   bool MonitorsStop(Thread& t);
   static bool InstallsOwnFilter(const SyscallRegs& call);
   bool ForeignAbi(Thread& t, const SyscallRegs& call, bool seccomp);
+  // Runs a call of another ABI, or fails it as the handler says.
+  void OnForeignCall(Thread& t, SyscallRegs& call, bool seccomp);
   // clone/clone3 asking for CLONE_UNTRACED: handled (true) so that the child stays traced.
   bool KeepTraced(Thread& t, SyscallRegs& call, bool seccomp);
   void WaitLoop();
@@ -93,6 +95,7 @@ class Tracer {
   std::vector<std::pair<pid_t, int>> batch_;  // stops collected by one round of waitpid
   ptrace_ext::NotifyListener listener_;
   bool sync_wake_up_ = false;
+  std::set<pid_t> warned_foreign_;  // processes told that a foreign call was refused
 };
 
 }  // namespace amino::monitor

@@ -75,6 +75,42 @@ bool HostHandler::NeedsStop(long nr) const {
   }
 }
 
+long HostHandler::OnForeignCall(Thread& t, const ForeignCall& c) {
+  switch (c.native_nr) {
+    case SYS_setuid:
+    case SYS_setgid:
+    case SYS_setreuid:
+    case SYS_setregid:
+    case SYS_setresuid:
+    case SYS_setresgid:
+    case SYS_setfsuid:
+    case SYS_setfsgid:
+    case SYS_setgroups:
+    case SYS_umask:
+      creds_.Invalidate(t.tid);
+      return 0;
+    case SYS_close_range:
+      for (const auto& [fd, file] : t.proc->fds->files) {
+        const uint64_t n = static_cast<uint64_t>(fd);
+        if (n >= c.args[0] && n <= c.args[1]) return kRefusedForeign;
+      }
+      return 0;
+    default:
+      break;
+  }
+  // Paths are the host's, which the kernel serves as well; a shadow descriptor is only a
+  // placeholder to the kernel.
+  const SyscallInfo* info = c.native_nr < 0 ? nullptr : FindSyscall(c.native_nr);
+  if (!info || !info->file) return 0;
+  for (int i = 0; i < 6; ++i) {
+    if ((info->args[i] == Arg::kFd || info->args[i] == Arg::kDirFd) &&
+        ShadowOf(t, static_cast<int>(c.args[i]))) {
+      return kRefusedForeign;
+    }
+  }
+  return 0;
+}
+
 Decision HostHandler::OnEntry(Thread& t, SyscallRegs& call) {
   if (!umask_cleared_) {
     // The tracee's umask is applied to each emulated creation; the monitor's must not add to

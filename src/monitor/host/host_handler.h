@@ -27,6 +27,7 @@ class HostHandler : public CallHandler {
   std::vector<long> ExtraTrapped() const override;
   bool NeedsStop(long nr) const override;
   bool Emulates() const override { return true; }
+  long OnForeignCall(Thread& t, const ForeignCall& call) override;
 
  private:
   // What a thread's rewritten call needs at its exit.

@@ -74,6 +74,7 @@ class MountHandler : public CallHandler {
   std::vector<long> ExtraTrapped() const override;
   bool NeedsStop(long nr) const override;
   bool Emulates() const override { return true; }
+  long OnForeignCall(Thread& t, const ForeignCall& call) override;  // mount_foreign.cc
   void SetExitSink(std::function<void(pid_t, int)> sink) override;
   void SetProcessTable(ProcessTable* table) override;
   void SetListener(ptrace_ext::NotifyListener* listener) override;

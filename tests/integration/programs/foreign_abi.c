@@ -1,7 +1,7 @@
 // foreign_abi: system calls of other ABIs made from 64-bit code.
 //   int $0x80 with i386 numbers: getpid, open/read/close of in.txt by a relative path, open of a
-//   missing file, mkdir, and open(O_CREAT)/write/close of out32.txt (32-bit pointers: the
-//   arguments live in a MAP_32BIT mapping)
+//   missing file, mkdir, open(O_CREAT)/write/close of out32.txt, open/close of /dev/null
+//   (32-bit pointers: the arguments live in a MAP_32BIT mapping)
 //   the x32 bit (0x40000000) on getpid, openat, mkdir (ENOSYS when the kernel has no x32)
 // Prints every result, errno values by name.
 #include <errno.h>
@@ -88,6 +88,10 @@ int main(void) {
   printf("int 0x80 open(\"out32.txt\", O_WRONLY|O_CREAT|O_TRUNC, 0640) = %s\n", show(fd));
   printf("int 0x80 write = %s\n",
          show(int80(kI386Write, fd, low_string(2048, "written through int 0x80\n"), 25)));
+  printf("int 0x80 close = %s\n", show(int80(kI386Close, fd, 0, 0)));
+  // A file outside the working directory (and outside any Amino mount).
+  fd = int80(kI386Open, low_string(0, "/dev/null"), O_RDONLY, 0);
+  printf("int 0x80 open(\"/dev/null\", O_RDONLY) = %s\n", show(fd));
   printf("int 0x80 close = %s\n", show(int80(kI386Close, fd, 0, 0)));
 
   errno = 0;

@@ -1,0 +1,73 @@
+// Calls of another ABI (int $0x80, the x32 bit) on a traced tree with mounts. They are not
+// served: one that names a mount path or a served descriptor would reach the host directory
+// under the mount point or the placeholder memfd, so it is refused; the others run as made.
+#include <fcntl.h>
+#include <sys/syscall.h>
+
+#include <string>
+
+#include "monitor/host/host_context.h"
+#include "monitor/service/mount_handler.h"
+#include "monitor/syscall_table.h"
+#include "monitor/tracee_memory.h"
+
+namespace amino::monitor::service {
+
+long MountHandler::OnForeignCall(Thread& t, const ForeignCall& c) {
+  const SyscallInfo* info = c.native_nr < 0 ? nullptr : FindSyscall(c.native_nr);
+  switch (c.native_nr) {
+    case SYS_setuid:
+    case SYS_setgid:
+    case SYS_setreuid:
+    case SYS_setregid:
+    case SYS_setresuid:
+    case SYS_setresgid:
+    case SYS_setfsuid:
+    case SYS_setfsgid:
+    case SYS_setgroups:
+    case SYS_umask:
+      creds_.Invalidate(t.tid);  // what the monitor caches of the thread no longer holds
+      return host_.OnForeignCall(t, c);
+    case SYS_sync:
+      (void)shared_maps_.WriteBackAll();
+      for (auto& m : mounts_) (void)FlushLog(*m);
+      return 0;
+    case SYS_getcwd:
+      return t.proc->fs->cwd_mount >= 0 ? kRefusedForeign : 0;
+    case SYS_close_range:
+      for (const auto& [fd, file] : t.proc->fds->files) {
+        const uint64_t n = static_cast<uint64_t>(fd);
+        if (n >= c.args[0] && n <= c.args[1]) return kRefusedForeign;
+      }
+      return 0;
+    default:
+      break;
+  }
+  if (!info || !info->file) return 0;
+  // A symbolic link's target is only text.
+  const int first = c.native_nr == SYS_symlink || c.native_nr == SYS_symlinkat ? 1 : 0;
+  for (int i = first; i < 6; ++i) {
+    const int fd = static_cast<int>(c.args[i]);
+    switch (info->args[i]) {
+      case Arg::kFd:
+      case Arg::kDirFd:
+        if (ServedOf(t, fd) || host::ShadowOf(t, fd)) return kRefusedForeign;
+        break;
+      case Arg::kPath: {
+        std::string path;
+        if (ReadString(*t.proc, c.args[i], PATH_MAX, &path) != 0) break;  // the kernel: EFAULT
+        const int dirfd =
+            i > 0 && info->args[i - 1] == Arg::kDirFd ? static_cast<int>(c.args[i - 1]) : AT_FDCWD;
+        Target target;
+        if (int err = Resolve(t, dirfd, path, true, &target)) return err;
+        if (target.kind != Target::Kind::kHost) return kRefusedForeign;
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return 0;
+}
+
+}  // namespace amino::monitor::service
