@@ -45,6 +45,10 @@ timespec Now();
 bool Permitted(const Node& n, const Cred& c, int mask);
 bool IsOwnerOrPrivileged(const Attr& a, const Cred& c);
 
+// The stored ACL `name` (kAclAccessName or kAclDefaultName) of a file whose flags say it has
+// one: a missing or unreadable record is a damaged database (EUCLEAN), never an empty ACL.
+Result<Acl> LoadStoredAcl(Store& s, DB_TXN* t, FileId id, std::string_view name);
+
 class Ops {
  public:
   explicit Ops(Store& s) : s_(s) {}

@@ -56,13 +56,7 @@ static Result<NewFile> InitialAttr(Store& s, DB_TXN* t, const Cred& c, mode_t mo
   // posix_acl_create(): the directory's default ACL, when it has one, takes the umask's place.
   if (!S_ISLNK(mode)) {
     if (parent_attr.flags & kHasDefaultAcl) {
-      AMINO_ASSIGN_OR_RETURN(std::optional<std::string> raw,
-                             s.Get(s.xattr(), t, XattrKey(parent.id, kAclDefaultName)));
-      Result<Acl> acl = raw ? ParseAcl(*raw) : Result<Acl>(Status::Errno(ENODATA));
-      if (!acl.ok() || acl->empty()) {
-        return Status::Storage(EUCLEAN, "damaged default ACL of " + std::to_string(parent.id));
-      }
-      f.inherited = std::move(*acl);
+      AMINO_ASSIGN_OR_RETURN(f.inherited, LoadStoredAcl(s, t, parent.id, kAclDefaultName));
       f.access = f.inherited;
       if (!AclCreateMasq(&f.access, &a.mode)) f.access.clear();
       if (!S_ISDIR(mode)) f.inherited.clear();

@@ -10,16 +10,21 @@ namespace amino::schema {
 
 namespace internal {
 
+Result<Acl> LoadStoredAcl(Store& s, DB_TXN* t, FileId id, std::string_view name) {
+  AMINO_ASSIGN_OR_RETURN(std::optional<std::string> raw, s.Get(s.xattr(), t, XattrKey(id, name)));
+  Result<Acl> acl = raw ? ParseAcl(*raw) : Result<Acl>(Status::Errno(ENODATA));
+  if (!acl.ok() || acl->empty()) {
+    return Status::Storage(EUCLEAN, std::string("damaged ") +
+                                        (name == kAclAccessName ? "access" : "default") +
+                                        " ACL of " + std::to_string(id));
+  }
+  return acl;
+}
+
 Status Ops::LoadAcl(DB_TXN* t, Node& n) {
   n.acl.clear();
   if (!(n.attr.flags & kHasAccessAcl)) return Status::Ok();
-  AMINO_ASSIGN_OR_RETURN(std::optional<std::string> raw,
-                         s_.Get(s_.xattr(), t, XattrKey(n.id, kAclAccessName)));
-  Result<Acl> acl = raw ? ParseAcl(*raw) : Result<Acl>(Status::Errno(ENODATA));
-  if (!acl.ok() || acl->empty()) {
-    return Status::Storage(EUCLEAN, "damaged access ACL of " + std::to_string(n.id));
-  }
-  n.acl = std::move(*acl);
+  AMINO_ASSIGN_OR_RETURN(n.acl, LoadStoredAcl(s_, t, n.id, kAclAccessName));
   return Status::Ok();
 }
 

@@ -368,5 +368,48 @@ TEST_F(AclTest, HardLinksAndRenamesKeepTheAcl) {
   // Fsck (in TearDown) checks the flag agrees with the stored ACL wherever the metadata moved.
 }
 
+TEST_F(AclTest, ADamagedStoredAclIsReportedNotTakenAsNone) {
+  // A file whose flags say it has an ACL, whose record is unreadable, is a damaged database:
+  // the call fails with EUCLEAN and says what is damaged, rather than checking or inheriting
+  // as if there were no ACL.
+  ASSERT_TRUE(root().Mkdir("/d", 0755).ok());
+  ASSERT_TRUE(root().WriteFile("/f", "x").ok());
+  const std::string default_acl = Value({{U, 7, 0}, {G, 5, 0}, {O, 5, 0}});
+  const std::string access_acl = Value({{U, 6, 0}, {NU, 6, 1000}, {G, 4, 0}, {M, 6, 0}, {O, 0, 0}});
+  ASSERT_TRUE(root().SetXattr("/d", kDefault, default_acl).ok());
+  ASSERT_TRUE(root().SetXattr("/f", kAccess, access_acl).ok());
+  const FileId d = root().GetStat("/d")->ino, f = root().GetStat("/f")->ino;
+  ASSERT_TRUE(root()
+                  .Txn([&](Transaction& t) -> Status {
+                    AMINO_RETURN_IF_ERROR(fs_->store().Put(fs_->store().xattr(), t.raw(),
+                                                           XattrKey(d, kDefault), "junk"));
+                    return fs_->store().Del(fs_->store().xattr(), t.raw(), XattrKey(f, kAccess));
+                  })
+                  .ok());
+  Status created = root().Mkdir("/d/sub").status();
+  EXPECT_EQ(created.error(), EUCLEAN);
+  EXPECT_NE(created.message().find("damaged default ACL of " + std::to_string(d)),
+            std::string::npos)
+      << created.message();
+  Status read = As(alice).Access("/f", R_OK);
+  EXPECT_EQ(read.error(), EUCLEAN);
+  EXPECT_NE(read.message().find("damaged access ACL of " + std::to_string(f)), std::string::npos)
+      << read.message();
+  // fsck finds both (the fixture runs it at the end): repaired, the calls work again.
+  Result<std::vector<Violation>> found = Fsck(fs_->store());
+  ASSERT_TRUE(found.ok());
+  EXPECT_EQ(found->size(), 2u);
+  ASSERT_TRUE(root()
+                  .Txn([&](Transaction& t) -> Status {
+                    AMINO_RETURN_IF_ERROR(fs_->store().Put(fs_->store().xattr(), t.raw(),
+                                                           XattrKey(d, kDefault), default_acl));
+                    return fs_->store().Put(fs_->store().xattr(), t.raw(), XattrKey(f, kAccess),
+                                            access_acl);
+                  })
+                  .ok());
+  EXPECT_TRUE(root().Mkdir("/d/sub").ok());
+  EXPECT_TRUE(As(alice).Access("/f", R_OK).ok());
+}
+
 }  // namespace
 }  // namespace amino::schema::testing
