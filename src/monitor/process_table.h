@@ -33,6 +33,11 @@ struct FsContext {
   uint64_t cwd_id = 0;
   std::string cwd;
   uint64_t cwd_generation = 0;
+  // The cwd's path when it last had one: ".." from a removed cwd is the directory above it.
+  std::string cwd_last;
+  // What keeps the virtual cwd's directory alive, counted open as the kernel's cwd holds its
+  // inode: removed, it stays until every process that has it as cwd has left it.
+  std::shared_ptr<OpenFile> cwd_hold;
   mode_t umask = 022;
 };
 

@@ -137,6 +137,9 @@ class FileSystem {
   // --- Calls on open files (the id returned by Open) -------------------------------------
   // The caller checked the access mode at open; these check only what Linux checks on an fd.
   Status Close(Transaction& t, FileId id);
+  // One more open of file `id`, which has a name or is open: what a working directory holds,
+  // so that a removed one lives on until it is left (closed with Close).
+  Status Reopen(Transaction& t, FileId id);
   Result<Stat> FStat(Transaction& t, FileId id);
   // Access's check on an open file (faccessat with AT_EMPTY_PATH, execveat of a descriptor).
   Status FAccess(Transaction& t, const Cred& c, FileId id, int mode);

@@ -666,6 +666,18 @@ Status FileSystem::Close(Transaction& txn, FileId id) {
   return ops.PutInode(t, id, iv);
 }
 
+Status FileSystem::Reopen(Transaction& txn, FileId id) {
+  DB_TXN* t = txn.raw();
+  Ops ops(*store_);
+  AMINO_ASSIGN_OR_RETURN(std::optional<std::string> raw, store_->Get(store_->data(), t, IdKey(id)));
+  if (!raw) return Status::Errno(ESTALE);
+  InodeValue iv;
+  if (!DecodeInodeValue(*raw, &iv)) return Status::Storage(EUCLEAN, "damaged inode");
+  if (iv.open_count == 0 && iv.link_count == 0) return Status::Errno(ESTALE);
+  iv.open_count++;
+  return ops.PutInode(t, id, iv);
+}
+
 Result<std::vector<DirEntry>> FileSystem::ReadDir(Transaction& txn, FileId dir,
                                                   std::string_view after, size_t max) {
   DB_TXN* t = txn.raw();

@@ -62,6 +62,9 @@ class Client {
   Status Close(FileId id) {
     return Txn([&](Transaction& t) { return fs_->Close(t, id); });
   }
+  Status Reopen(FileId id) {
+    return Txn([&](Transaction& t) { return fs_->Reopen(t, id); });
+  }
   Result<Stat> Mknod(std::string_view p, mode_t mode, dev_t rdev = 0) {
     return Txn([&](Transaction& t) { return fs_->Mknod(t, cred_, p, mode, rdev); });
   }

@@ -187,5 +187,23 @@ TEST_F(OpenTest, RemovedDirectoryStillOpenListsNothing) {
   ASSERT_TRUE(root().Close(o->id).ok());
 }
 
+TEST_F(OpenTest, AHeldDirectoryOutlivesItsRemovalUntilReleased) {
+  // A working directory holds its directory as an open does: removed, it stays until left.
+  Result<Stat> d = root().Mkdir("/cwd", 0750);
+  ASSERT_TRUE(d.ok());
+  ASSERT_TRUE(root().Reopen(d->ino).ok());
+  ASSERT_TRUE(root().Rmdir("/cwd").ok());
+  Result<Stat> held = root().FStat(d->ino);
+  ASSERT_TRUE(held.ok()) << held.status().message();
+  EXPECT_TRUE(S_ISDIR(held->attr.mode));
+  EXPECT_EQ(held->attr.nlink, 0u);
+  ExpectConsistent();
+  ASSERT_TRUE(root().Close(d->ino).ok());
+  EXPECT_EQ(root().FStat(d->ino).status().error(), ESTALE);
+  // Gone now: it can be held no more.
+  EXPECT_EQ(root().Reopen(d->ino).error(), ESTALE);
+  ExpectConsistent();
+}
+
 }  // namespace
 }  // namespace amino::schema::testing

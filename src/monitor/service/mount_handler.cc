@@ -610,10 +610,13 @@ void MountHandler::OnExit(Thread& t, SyscallRegs& call) {
           fs.cwd_mount = p.mount_index;
           fs.cwd_id = p.dir_id;
           fs.cwd = p.dir_path;
+          fs.cwd_last = p.dir_last;
+          fs.cwd_hold = p.file;
           fs.cwd_generation = mounts_[static_cast<size_t>(p.mount_index)]->dir_generation;
         } else {
           fs.cwd_mount = -1;
           fs.cwd.clear();
+          fs.cwd_hold.reset();
         }
       }
       break;

@@ -123,6 +123,7 @@ class MountHandler : public CallHandler {
     int mount_index = -1;
     schema::FileId dir_id = 0;
     std::string dir_path;
+    std::string dir_last;  // kVirtualChdir: the directory's last path (it may have none now)
     std::string temp_path;
   };
 
@@ -165,8 +166,12 @@ class MountHandler : public CallHandler {
   Decision Outcome(const CallOutcome& o, const Done& done);
   Decision Chdir(Thread& t, SyscallRegs& call);
   // Makes directory `id` (at `dir` in `m`) the thread's virtual cwd once the call succeeds.
+  // `hold`: the directory counted open for the new cwd (CwdHold).
   Decision EnterVirtualDir(Thread& t, SyscallRegs& call, MountFs& m, schema::FileId id,
-                           const std::string& dir);
+                           const std::string& dir, const std::string& last_path,
+                           std::shared_ptr<ServedFile> hold);
+  // The description that a cwd on directory `id` holds, once the call's Reopen committed.
+  std::shared_ptr<ServedFile> CwdHold(Thread& t, MountFs& m, schema::FileId id);
   Decision Fchdir(Thread& t, SyscallRegs& call);
   Decision Getcwd(Thread& t, SyscallRegs& call);
   // The mount-relative path of a served directory now ("" when it has no name any more).

@@ -43,6 +43,30 @@ uint64_t* ArgRegister(SyscallRegs& call, int arg) {
   }
 }
 
+// Whether `path` goes up first ("..", "./../x"): then *rest is what follows that "..", walked
+// from the parent ("." when nothing follows).
+bool GoesUpFirst(const std::string& path, std::string* rest) {
+  size_t i = 0;
+  while (i < path.size()) {
+    const size_t end = std::min(path.find('/', i), path.size());
+    const std::string_view name(path.data() + i, end - i);
+    if (name == "..") {
+      const size_t next = path.find_first_not_of('/', end);
+      *rest = next == std::string::npos ? "." : path.substr(next);
+      return true;
+    }
+    if (!name.empty() && name != ".") return false;
+    i = end + 1;
+  }
+  return false;
+}
+
+// The mount-relative directory that holds `dir` ("/a/b": "/a"; "/": "/").
+std::string ParentOf(const std::string& dir) {
+  const size_t slash = dir.rfind('/');
+  return slash == 0 || slash == std::string::npos ? "/" : dir.substr(0, slash);
+}
+
 }  // namespace
 
 MountFs* MountHandler::FsFor(const mounts::Mount* m) {
@@ -67,6 +91,8 @@ std::string MountHandler::DirPath(ServedFile& f) {
   if (f.path_generation != f.mfs->dir_generation) {
     f.dir_path = PathOfId(*f.mfs, f.id);
     f.path_generation = f.mfs->dir_generation;
+    // What /proc shows for it, "(deleted)" once removed, is its last name, as in Linux.
+    if (!f.dir_path.empty()) f.opened_name = f.dir_path;
   }
   return f.dir_path;
 }
@@ -77,6 +103,7 @@ std::string MountHandler::CwdPath(Thread& t) {
   if (fs.cwd_generation != m.dir_generation) {
     fs.cwd = PathOfId(m, fs.cwd_id);
     fs.cwd_generation = m.dir_generation;
+    if (!fs.cwd.empty()) fs.cwd_last = fs.cwd;
   }
   return fs.cwd;
 }
@@ -87,9 +114,21 @@ const std::string& MountHandler::HostCwd(Thread& t) {
   return fs.host_cwd;
 }
 
-int MountHandler::Resolve(Thread& t, int dirfd, const std::string& path, bool empty_ok,
+int MountHandler::Resolve(Thread& t, int dirfd, const std::string& given, bool empty_ok,
                           Target* out) {
   *out = Target();
+  // A removed base directory (cwd or dirfd): the kernel keeps a dead directory's parent, so
+  // ".." is the directory that held it when the monitor last saw its path.
+  std::string dead_dir, from_parent;
+  if (!given.empty() && given[0] != '/') {
+    if (dirfd == AT_FDCWD) {
+      if (t.proc->fs->cwd_mount >= 0 && CwdPath(t).empty()) dead_dir = t.proc->fs->cwd_last;
+    } else if (auto f = ServedOf(t, dirfd); f && f->is_dir() && DirPath(*f).empty()) {
+      dead_dir = f->opened_name;
+    }
+  }
+  const bool up_from_dead = !dead_dir.empty() && GoesUpFirst(given, &from_parent);
+  const std::string& path = up_from_dead ? from_parent : given;
   std::string base_dir;  // keeps a host base alive for the PathBase view
   std::string virtual_dir;
   const mounts::Mount* virtual_mount = nullptr;
@@ -98,7 +137,7 @@ int MountHandler::Resolve(Thread& t, int dirfd, const std::string& path, bool em
   } else if (dirfd == AT_FDCWD) {
     FsContext& fs = *t.proc->fs;
     if (fs.cwd_mount >= 0) {
-      virtual_dir = CwdPath(t);
+      virtual_dir = up_from_dead ? ParentOf(dead_dir) : CwdPath(t);
       if (virtual_dir.empty()) {
         // The cwd was removed: only "." still names it, as the kernel's dead directory.
         if (path.empty() || path.find_first_not_of("./") != std::string::npos ||
@@ -129,7 +168,7 @@ int MountHandler::Resolve(Thread& t, int dirfd, const std::string& path, bool em
     }
     if (path.empty()) return -ENOENT;
     if (!f->is_dir()) return -ENOTDIR;
-    virtual_dir = DirPath(*f);
+    virtual_dir = up_from_dead ? ParentOf(dead_dir) : DirPath(*f);
     if (virtual_dir.empty()) return -ENOENT;  // removed while open
     virtual_mount = f->mfs->mount;
   } else if (auto h = host::ShadowOf(t, dirfd)) {
@@ -434,7 +473,7 @@ Decision MountHandler::Chdir(Thread& t, SyscallRegs& call) {
         if (!names.ok()) return names.status();
         if (names->empty()) return schema::Status::Errno(ENOENT);
         dir = names->front();
-        return schema::Status::Ok();
+        return m.fs->Reopen(txn, id);  // the cwd's hold (CwdHold)
       },
       [] { return 0L; });
   if (d.kind == Decision::Kind::kObserveExit) {
@@ -443,11 +482,23 @@ Decision MountHandler::Chdir(Thread& t, SyscallRegs& call) {
     return d;
   }
   if (d.kind != Decision::Kind::kEmulate || d.result != 0) return d;
-  return EnterVirtualDir(t, call, *target.mfs, id, dir);
+  return EnterVirtualDir(t, call, *target.mfs, id, dir, dir, CwdHold(t, *target.mfs, id));
+}
+
+std::shared_ptr<ServedFile> MountHandler::CwdHold(Thread& t, MountFs& m, schema::FileId id) {
+  auto hold = std::make_shared<ServedFile>();
+  hold->mfs = &m;
+  hold->id = id;
+  hold->type = S_IFDIR;
+  hold->flags = O_PATH | O_DIRECTORY;
+  hold->counted = true;  // released (closed) when the last cwd on it goes
+  txns_.NoteOpened(t.tid, hold);  // inside an application transaction: undone if it aborts
+  return hold;
 }
 
 Decision MountHandler::EnterVirtualDir(Thread& t, SyscallRegs& call, MountFs& m, schema::FileId id,
-                                       const std::string& dir) {
+                                       const std::string& dir, const std::string& last_path,
+                                       std::shared_ptr<ServedFile> hold) {
   // The kernel goes to the mount point's host directory (something real to hold, and where
   // calls that are not trapped find the mount's host side); the cwd becomes virtual.
   Decision restart;
@@ -460,6 +511,8 @@ Decision MountHandler::EnterVirtualDir(Thread& t, SyscallRegs& call, MountFs& m,
   p.mount_index = MountIndex(&m);
   p.dir_id = id;
   p.dir_path = dir;
+  p.dir_last = dir.empty() ? last_path : dir;
+  p.file = std::move(hold);
   pending_[t.tid] = std::move(p);
   call.regs.orig_rax = SYS_chdir;
   call.regs.rdi = addr;
@@ -475,10 +528,15 @@ Decision MountHandler::Fchdir(Thread& t, SyscallRegs& call) {
     // paths from it then fail with ENOENT and getcwd too (the virtual cwd has no path).
     const std::string dir = DirPath(*f);
     Decision d = RunOnFile(
-        *f, [&](schema::Transaction& txn) { return f->mfs->fs->FAccess(txn, cred, f->id, X_OK); },
+        *f,
+        [&](schema::Transaction& txn) {
+          AMINO_RETURN_IF_ERROR(f->mfs->fs->FAccess(txn, cred, f->id, X_OK));
+          return f->mfs->fs->Reopen(txn, f->id);  // the cwd's hold (CwdHold)
+        },
         [] { return 0L; });
     if (d.kind != Decision::Kind::kEmulate || d.result != 0) return d;
-    return EnterVirtualDir(t, call, *f->mfs, f->id, dir);
+    return EnterVirtualDir(t, call, *f->mfs, f->id, dir, f->opened_name,
+                           CwdHold(t, *f->mfs, f->id));
   }
   if (host::ShadowOf(t, fd)) return host_.OnEntry(t, call);
   Pending p;

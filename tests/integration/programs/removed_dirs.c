@@ -1,5 +1,6 @@
 // Descriptors of files and directories removed while open: fstat through an open descriptor
-// and through an O_PATH handle, and the O_PATH rules of fcntl and futimens. Each line states a
+// and through an O_PATH handle, and the O_PATH rules of fcntl and futimens; a removed working
+// directory and where its ".." leads. Each line states a
 // result; the kernel is the oracle.
 #include <errno.h>
 #include <fcntl.h>
@@ -47,5 +48,34 @@ int main(void) {
   stat_line("fstat O_PATH removed dir", fstat(dp, &st), &st);
   close(d);
   close(dp);
+
+  // A working directory removed under the process: "." still names it and ".." the directory
+  // that held it, as for a removed directory's descriptor.
+  char buf[4096];
+  int top = open(".", O_PATH | O_DIRECTORY);
+  result("mkdir up", mkdir("up", 0750));
+  result("mkdir up/cwd", mkdir("up/cwd", 0750));
+  result("mkdir up/gone", mkdir("up/gone", 0750));
+  int g = open("up/gone", O_RDONLY | O_DIRECTORY);
+  result("chdir up/cwd", chdir("up/cwd"));
+  result("rmdir ../cwd", rmdir("../cwd"));
+  result("rmdir ../gone", rmdir("../gone"));
+  stat_line("stat . (removed cwd)", stat(".", &st), &st);
+  result("getcwd (removed cwd)", getcwd(buf, sizeof buf) ? 0 : -1);
+  result("open ../marker O_CREAT", open("../marker", O_CREAT | O_WRONLY, 0640));
+  result("open x O_CREAT (removed cwd)", open("x", O_CREAT | O_WRONLY, 0640));
+  stat_line("stat ..", stat("..", &st), &st);
+  stat_line("stat ./../marker", stat("./../marker", &st), &st);
+  stat_line("fstatat removed dir ..", fstatat(g, "..", &st, 0), &st);
+  stat_line("fstatat removed dir ../marker", fstatat(g, "../marker", &st, 0), &st);
+  result("chdir ..", chdir(".."));
+  result("getcwd ends in /up",
+         getcwd(buf, sizeof buf) && strlen(buf) >= 3 && strcmp(buf + strlen(buf) - 3, "/up") == 0
+             ? 0
+             : (errno = EINVAL, -1));
+  stat_line("stat marker", stat("marker", &st), &st);
+  result("fchdir top", fchdir(top));
+  close(g);
+  close(top);
   return 0;
 }
