@@ -116,7 +116,16 @@ class CoreutilsTest(ittest.ScenarioTest):
         self.check(sh("mkfifo fifo && mknod null c 1 3 && mknod blk b 7 0 && "
                       # Created during the run: their times differ between the runs.
                       "ls -l --time-style=+ fifo null blk && stat -c '%n %F %t %T' null blk && "
-                      "echo through > null && mkdir -m 1777 tmp && ls -ld --time-style=+ tmp"),
+                      "echo through > null && mkdir -m 1777 tmp && ls -ld --time-style=+ tmp && "
+                      # An open node's descriptor is the node itself: fstat agrees with stat.
+                      "python3 -c \"import os\n"
+                      "for name in ('fifo', 'null'):\n"
+                      "    fd = os.open(name, os.O_RDWR); a = os.fstat(fd); b = os.stat(name)\n"
+                      "    print(name, 'fstat is stat:', (a.st_dev, a.st_ino, a.st_mode, a.st_nlink, "
+                      "a.st_uid, a.st_rdev) == (b.st_dev, b.st_ino, b.st_mode, b.st_nlink, "
+                      "b.st_uid, b.st_rdev))\" && "
+                      "[ \"$(stat -L -c %i - < null)\" = \"$(stat -c %i null)\" ] && "
+                      "echo 'stat - < null: the same inode'"),
                    setup=tree, expect_status=0)
 
 

@@ -193,6 +193,13 @@ Decision MountHandler::Serve(Thread& t, SyscallRegs& call) {
         if (host::ShadowOf(t, static_cast<int>(call.arg(4)))) return host_.OnEntry(t, call);
       }
       return Decision::Pass();
+    case SYS_fstat:
+    case SYS_newfstatat:
+    case SYS_statx:
+      if (!t.proc->fds->files.empty()) {
+        if (std::optional<Decision> d = NodeStat(t, call)) return *d;
+      }
+      break;
     case SYS_chdir:
       return Chdir(t, call);
     case SYS_fchdir:
@@ -625,6 +632,11 @@ void MountHandler::OnExit(Thread& t, SyscallRegs& call) {
       if (r == 0) return;  // a new image: its registers are the new program's
       break;
     case Pending::Kind::kRestore:
+      if (auto node = std::dynamic_pointer_cast<NodeFile>(p.file); node && r >= 0) {
+        node->host_ino = InodeOfFd(t.tid, static_cast<int>(r));
+        t.proc->fds->files[static_cast<int>(r)] = std::move(node);
+      }
+      break;
     case Pending::Kind::kNone:
       break;
   }
@@ -667,6 +679,10 @@ void MountHandler::OnExec(Thread& t) {
   auto& files = t.proc->fds->files;
   for (auto it = files.begin(); it != files.end();) {
     auto f = std::dynamic_pointer_cast<ServedFile>(it->second);
+    if (auto node = std::dynamic_pointer_cast<NodeFile>(it->second)) {
+      it = InodeOfFd(t.tid, it->first) == node->host_ino ? std::next(it) : files.erase(it);
+      continue;
+    }
     if (!f) {
       ++it;
       continue;

@@ -207,11 +207,19 @@ class MountHandler : public CallHandler {
     std::string path;  // the host node
     int flags = 0;
     host::Creds creds;
+    std::shared_ptr<NodeFile> node;  // what the descriptor stands for
     // A blocking reader's end, opened at once (it counts as a reader, as a reader waiting in
     // the kernel does) and handed over once a writer has come.
     host::ScopedFd reader;
   };
   Decision OpenFifoNotified(Thread& t, SyscallRegs& call, std::unique_ptr<FifoWait> w);
+  // The monitor's descriptor `fd` of a node installed as the notified call's result, and
+  // recorded as `node` in the caller's table.
+  Decision ReplyWithNode(Thread& t, const SyscallRegs& call, int fd, int flags,
+                         std::shared_ptr<NodeFile> node);
+  // fstat, or newfstatat/statx of "" with AT_EMPTY_PATH, of a node's descriptor: the stored
+  // node's status (nullopt: not such a call, or the node is gone; the kernel answers).
+  std::optional<Decision> NodeStat(Thread& t, SyscallRegs& call);
   // The parked FIFO open of this notified call, tried again (nullopt: it is no such call).
   // Ends the waits whose call no longer waits (a signal ended it, or its thread died).
   std::optional<Decision> ResumeFifoWait(Thread& t, SyscallRegs& call);

@@ -14,21 +14,57 @@
 #include <string>
 
 #include "monitor/service/mount_handler.h"
+#include "monitor/service/stat_convert.h"
 #include "monitor/shared_region.h"
+#include "monitor/tracee_memory.h"
 
 namespace amino::monitor::service {
 
-namespace {
-
-// A copy of the monitor's descriptor `fd` installed as the notified call's result.
-Decision ReplyWithNode(ptrace_ext::NotifyListener& listener, const SyscallRegs& call, int fd,
-                       int flags) {
-  long r = listener.ReplyWithFd(call.notification_id, fd, flags & O_CLOEXEC);
+Decision MountHandler::ReplyWithNode(Thread& t, const SyscallRegs& call, int fd, int flags,
+                                     std::shared_ptr<NodeFile> node) {
+  struct stat st;
+  if (fstat(fd, &st) == 0) node->host_ino = st.st_ino;
+  long r = listener_->ReplyWithFd(call.notification_id, fd, flags & O_CLOEXEC);
   if (r == -ENOENT) return Decision::Replied();  // the caller is gone
-  return r < 0 ? Decision::Emulate(r) : Decision::Replied();
+  if (r < 0) return Decision::Emulate(r);
+  t.proc->fds->files[static_cast<int>(r)] = std::move(node);
+  return Decision::Replied();
 }
 
-}  // namespace
+std::optional<Decision> MountHandler::NodeStat(Thread& t, SyscallRegs& call) {
+  const long nr = call.nr();
+  const int fd = static_cast<int>(call.arg(0));
+  auto it = t.proc->fds->files.find(fd);
+  if (it == t.proc->fds->files.end()) return std::nullopt;
+  auto node = std::dynamic_pointer_cast<NodeFile>(it->second);
+  if (!node) return std::nullopt;
+  if (nr != SYS_fstat) {
+    const uint64_t flags = nr == SYS_statx ? call.arg(2) : call.arg(3);
+    std::string path;
+    if (!(flags & AT_EMPTY_PATH) || ReadString(*t.proc, call.arg(1), 1, &path) != 0 ||
+        !path.empty()) {
+      return std::nullopt;
+    }
+  }
+  schema::Stat st;
+  CallOutcome o = RunCall(*node->mfs, [&](schema::Transaction& txn) -> schema::Status {
+    auto r = node->mfs->fs->FStat(txn, node->id);
+    if (!r.ok()) return r.status();
+    st = *r;
+    return schema::Status::Ok();
+  });
+  if (o.kind != CallOutcome::Kind::kDone || !o.status.ok()) return std::nullopt;
+  long r;
+  if (nr == SYS_statx) {
+    const struct statx sx = ToStatx(st, node->mfs->dev, static_cast<unsigned>(call.arg(3)));
+    r = WriteMemory(*t.proc, call.arg(4), &sx, sizeof sx) == 0 ? 0 : -EFAULT;
+  } else {
+    const struct stat out = ToStat(st, node->mfs->dev);
+    r = WriteMemory(*t.proc, call.arg(nr == SYS_fstat ? 1 : 2), &out, sizeof out) == 0 ? 0
+                                                                                       : -EFAULT;
+  }
+  return Decision::Emulate(r);
+}
 
 Decision MountHandler::OpenNode(Thread& t, SyscallRegs& call, MountFs& m, const schema::Stat& node,
                                 int flags) {
@@ -37,6 +73,9 @@ Decision MountHandler::OpenNode(Thread& t, SyscallRegs& call, MountFs& m, const 
     return Decision::Emulate(err);
   // The node exists: the kernel only opens it, never makes a file in its place.
   const int host_flags = flags & ~(O_CREAT | O_EXCL);
+  auto record = std::make_shared<NodeFile>();
+  record->mfs = &m;
+  record->id = node.ino;
   if (call.notified) {
     const host::Creds* c = creds_.Get(t.tid);
     auto w = std::make_unique<FifoWait>();
@@ -44,6 +83,7 @@ Decision MountHandler::OpenNode(Thread& t, SyscallRegs& call, MountFs& m, const 
     w->path = std::move(path);
     w->flags = host_flags;
     w->creds = c ? *c : host::Creds();
+    w->node = std::move(record);
     if (S_ISFIFO(node.attr.mode)) return OpenFifoNotified(t, call, std::move(w));
     int fd;
     {
@@ -53,7 +93,7 @@ Decision MountHandler::OpenNode(Thread& t, SyscallRegs& call, MountFs& m, const 
     }
     if (fd < 0) return Decision::Emulate(-errno);
     host::ScopedFd owned(fd);
-    return ReplyWithNode(*listener_, call, fd, host_flags);
+    return ReplyWithNode(t, call, fd, host_flags, std::move(w->node));
   }
   // openat(AT_FDCWD, host path, flags) in place of the call, whichever open it was (openat2's
   // RESOLVE_* rules were applied to the path in the mount); its registers are put back after.
@@ -64,6 +104,7 @@ Decision MountHandler::OpenNode(Thread& t, SyscallRegs& call, MountFs& m, const 
   Pending p;
   p.kind = Pending::Kind::kRestore;
   p.original = call;
+  p.file = std::move(record);  // recorded for the descriptor the open returns
   pending_[t.tid] = std::move(p);
   call.regs.orig_rax = SYS_openat;
   call.regs.rdi = static_cast<uint64_t>(static_cast<int64_t>(AT_FDCWD));
@@ -94,7 +135,7 @@ Decision MountHandler::OpenFifoNotified(Thread& t, SyscallRegs& call, std::uniqu
     if (access != O_RDONLY || !blocking) {
       host::ScopedFd owned(fd);
       if (blocking) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-      return ReplyWithNode(*listener_, call, fd, w->flags);
+      return ReplyWithNode(t, call, fd, w->flags, std::move(w->node));
     }
     w->reader.reset(fd);
   }
@@ -102,7 +143,7 @@ Decision MountHandler::OpenFifoNotified(Thread& t, SyscallRegs& call, std::uniqu
   if (!WriterCame(w->reader.get())) return park();
   const int fd = w->reader.get();
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  return ReplyWithNode(*listener_, call, fd, w->flags);  // the monitor's end closes with w
+  return ReplyWithNode(t, call, fd, w->flags, std::move(w->node));  // our end closes with w
 }
 
 bool MountHandler::WriterCame(int fd) {

@@ -18,6 +18,14 @@ namespace amino::monitor::service {
 
 struct UserTxn;
 
+// A FIFO or device node of a mount, opened by the kernel on its host stand-in (host_nodes.h):
+// the descriptor is the kernel's, but fstat shows the stored node, as a native one would.
+struct NodeFile : OpenFile {
+  MountFs* mfs = nullptr;
+  schema::FileId id = 0;
+  ino_t host_ino = 0;  // the stand-in's inode, to recognise the descriptor after an exec
+};
+
 struct ServedFile : OpenFile {
   MountFs* mfs = nullptr;
   schema::FileId id = 0;
