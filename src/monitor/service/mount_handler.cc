@@ -358,11 +358,18 @@ namespace {
 // The placeholder reopened with the access mode and status flags of the open it stands for, so
 // that /proc/PID/fdinfo (lsof, a shell's own checks) shows them. Directories and O_PATH keep
 // the plain placeholder (a memfd is neither).
-void WithOpenFlags(host::ScopedFd& placeholder, const ServedFile& file) {
+// The flags the placeholder of `file` is reopened with; -1 when the plain one (O_RDWR) shows.
+int ShownFlags(const ServedFile& file) {
   constexpr int kShown = O_ACCMODE | O_APPEND | O_NONBLOCK | O_DSYNC | O_SYNC | O_NOATIME;
-  if (!S_ISREG(file.type) || (file.flags & O_PATH) || (file.flags & kShown) == O_RDWR) return;
+  if (!S_ISREG(file.type) || (file.flags & O_PATH) || (file.flags & kShown) == O_RDWR) return -1;
+  return file.flags & kShown;
+}
+
+void WithOpenFlags(host::ScopedFd& placeholder, const ServedFile& file) {
+  const int shown = ShownFlags(file);
+  if (shown < 0) return;
   const std::string self = "/proc/self/fd/" + std::to_string(placeholder.get());
-  const int reopened = open(self.c_str(), (file.flags & kShown) | O_CLOEXEC);
+  const int reopened = open(self.c_str(), shown | O_CLOEXEC);
   if (reopened >= 0) placeholder.reset(reopened);
 }
 
@@ -412,6 +419,26 @@ Decision MountHandler::InstallShadow(Thread& t, SyscallRegs& call,
   call.regs.rdi = name;
   call.regs.rsi = want_cloexec ? MFD_CLOEXEC : 0;
   return Decision::ObserveExit();
+}
+
+void MountHandler::ShowOpenFlags(Thread& t, const SyscallRegs& call, const ServedFile& file,
+                                 int fd) {
+  const int shown = ShownFlags(file);
+  if (shown < 0 || !t.proc->region) return;
+  // As WithOpenFlags, in the tracee: its placeholder reopened through /proc with the flags and
+  // put in the same slot, keeping close-on-exec as the memfd_create made it.
+  const uint64_t name = t.proc->region->Put(t.tid, 0, "/proc/self/fd/" + std::to_string(fd) + '\0');
+  if (!name) return;
+  RemoteSyscalls rs(t, call, true, exit_sink_, listener_);
+  const long reopened = rs.Call(SYS_openat, static_cast<uint64_t>(AT_FDCWD), name,
+                                static_cast<uint64_t>(shown | O_CLOEXEC));
+  if (reopened >= 0) {
+    // The memfd_create's flags are still in its argument register at its exit.
+    const uint64_t cloexec = call.regs.rsi & MFD_CLOEXEC ? O_CLOEXEC : 0;
+    rs.Call(SYS_dup3, static_cast<uint64_t>(reopened), static_cast<uint64_t>(fd), cloexec);
+    rs.Call(SYS_close, static_cast<uint64_t>(reopened));
+  }
+  rs.Restore();
 }
 
 Decision MountHandler::Descriptors(Thread& t, SyscallRegs& call) {
@@ -570,6 +597,7 @@ void MountHandler::OnExit(Thread& t, SyscallRegs& call) {
     case Pending::Kind::kPlaceholder:
       if (r >= 0) {
         auto f = std::static_pointer_cast<ServedFile>(p.file);
+        ShowOpenFlags(t, call, *f, static_cast<int>(r));
         f->placeholder_ino = InodeOfFd(t.tid, static_cast<int>(r));
         by_ino_[f->placeholder_ino] = f;
         files[static_cast<int>(r)] = std::move(f);

@@ -213,6 +213,9 @@ class MountHandler : public CallHandler {
     host::ScopedFd reader;
   };
   Decision OpenFifoNotified(Thread& t, SyscallRegs& call, std::unique_ptr<FifoWait> w);
+  // At the exit of the memfd_create that made `file`'s placeholder `fd` (ptrace stop): the
+  // placeholder reopened with the open's access mode and status flags, as /proc shows them.
+  void ShowOpenFlags(Thread& t, const SyscallRegs& call, const ServedFile& file, int fd);
   // The monitor's descriptor `fd` of a node installed as the notified call's result, and
   // recorded as `node` in the caller's table.
   Decision ReplyWithNode(Thread& t, const SyscallRegs& call, int fd, int flags,
