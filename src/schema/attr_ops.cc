@@ -173,6 +173,8 @@ Result<bool> FileSystem::TouchAtime(Transaction& txn, FileId id) {
   return true;
 }
 
+std::vector<FileId> FileSystem::TakeFollowedLinks() { return internal::TakeFollowedLinks(*store_); }
+
 Status FileSystem::FUtimens(Transaction& txn, const Cred& c, FileId id, const timespec* times) {
   Ops ops(*store_);
   AMINO_ASSIGN_OR_RETURN(Node n, ops.NodeById(txn.raw(), id));

@@ -147,6 +147,10 @@ class FileSystem {
   // default: atime becomes now when it is not later than mtime or ctime, or is a day old.
   // Nothing else changes (not ctime). Returns whether atime was written.
   Result<bool> TouchAtime(Transaction& t, FileId id);
+  // The symbolic links this thread's path walks in this file system followed since it last
+  // asked. Linux touches a followed link's access time (as TouchAtime) whatever becomes of the
+  // call, so the caller touches them, in another transaction when the call's was aborted.
+  std::vector<FileId> TakeFollowedLinks();
   Result<size_t> Read(Transaction& t, FileId id, uint64_t offset, void* buf, size_t len);
   Result<size_t> Write(Transaction& t, const Cred& c, FileId id, uint64_t offset, const void* buf,
                        size_t len);

@@ -77,7 +77,7 @@ class CoreutilsTest(ittest.ScenarioTest):
     def test_access_times_follow_relatime(self):
         # On a relatime mount (Linux's default) reading a file, listing a directory and mapping
         # a file make an access time older than the last change current; reading again does
-        # not move it; O_NOATIME reads leave it alone.
+        # not move it; O_NOATIME reads leave it alone; following a link touches the link.
         script = (
             "old=1000000000; echo data > f; mkdir d; touch -a -d @$old f d; "
             "cat f > /dev/null; a=$(stat -c %X f); [ $a -gt $old ] && echo read: updated; "
@@ -86,7 +86,11 @@ class CoreutilsTest(ittest.ScenarioTest):
             "touch -a -d @$old f; python3 -c \"import os; fd = os.open('f', os.O_RDONLY | "
             "os.O_NOATIME); os.read(fd, 4)\"; [ $(stat -c %X f) = $old ] && echo noatime: "
             "unchanged; python3 -c \"import mmap; f = open('f', 'rb'); mmap.mmap(f.fileno(), 0, "
-            "access=mmap.ACCESS_READ)\"; [ $(stat -c %X f) -gt $old ] && echo mapped: updated")
+            "access=mmap.ACCESS_READ)\"; [ $(stat -c %X f) -gt $old ] && echo mapped: updated; "
+            # Following a symbolic link touches the link, even when its target is missing.
+            "ln -s f l; ln -s missing dl; touch -h -a -d @$old l dl; cat l > /dev/null; "
+            "cat dl 2> /dev/null; [ $(stat -c %X l) -gt $old ] && echo link followed: updated; "
+            "[ $(stat -c %X dl) -gt $old ] && echo dangling link followed: updated")
         self.check(sh(script))
 
     def test_stat(self):

@@ -68,6 +68,35 @@ CallOutcome RunCall(MountFs& m, const std::function<schema::Status(schema::Trans
   return RunCallAlone(m, body, parent);
 }
 
+namespace {
+
+// Linux touches the access time of each link a path walk follows (relatime), whatever becomes
+// of the call.
+schema::Status TouchLinks(MountFs& m, schema::Transaction& txn,
+                          const std::vector<schema::FileId>& links) {
+  for (schema::FileId id : links) {
+    auto touched = m.fs->TouchAtime(txn, id);
+    if (!touched.ok() && (touched.status().is_conflict() || touched.status().is_storage())) {
+      return touched.status();
+    }
+  }
+  return schema::Status::Ok();
+}
+
+// The same after a call that failed (a dangling link): in a transaction of its own, and only
+// if nothing stands in its way (an access time is not worth a wait or a failure).
+void TouchLinksAlone(MountFs& m, const std::vector<schema::FileId>& links,
+                     schema::Transaction* parent) {
+  schema::TxnOptions options;
+  options.durability = m.durability;
+  options.nowait = true;
+  auto txn = m.fs->Begin(parent, options);
+  if (!txn.ok()) return;
+  if (!TouchLinks(m, *txn, links).ok() || !txn->Commit().ok()) (void)txn->Abort();
+}
+
+}  // namespace
+
 CallOutcome RunCallAlone(MountFs& m,
                          const std::function<schema::Status(schema::Transaction&)>& body,
                          schema::Transaction* parent) {
@@ -76,12 +105,18 @@ CallOutcome RunCallAlone(MountFs& m,
   options.durability = m.durability;
   options.nowait = true;
   CallOutcome out;
+  std::vector<schema::FileId> links;
   auto txn = m.fs->Begin(parent, options);
   if (!txn.ok()) {
     out.status = txn.status();
   } else {
     const uint64_t writes_before = schema::Store::WritesMade();
     out.status = body(*txn);
+    links = m.fs->TakeFollowedLinks();
+    if (out.status.ok() && !links.empty()) {
+      out.status = TouchLinks(m, *txn, links);
+      links.clear();
+    }
     if (out.status.ok()) {
       out.status = txn->Commit();
       if (out.status.ok() && schema::Store::WritesMade() != writes_before) ++m.change_generation;
@@ -96,6 +131,7 @@ CallOutcome RunCallAlone(MountFs& m,
       (void)txn->Abort();
     }
   }
+  if (!links.empty() && !out.status.is_conflict()) TouchLinksAlone(m, links, parent);
   return Classify(m, std::move(out.status));
 }
 

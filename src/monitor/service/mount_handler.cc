@@ -158,10 +158,14 @@ Decision MountHandler::Serve(Thread& t, SyscallRegs& call) {
         // is checked against them here, then opened as any other.
         std::string path;
         Target target;
-        if (ReadString(*t.proc, call.arg(1), PATH_MAX, &path) != 0 ||
-            Resolve(t, a0, path, false, &target) != 0 || target.kind == Target::Kind::kHost) {
-          return Decision::Pass();  // the kernel reports its own errors
+        if (ReadString(*t.proc, call.arg(1), PATH_MAX, &path) != 0) return Decision::Pass();
+        if (int err = Resolve(t, a0, path, false, &target)) {
+          // The kernel reports its own errors, but it would be given a placeholder for a
+          // served directory, and knows nothing of a virtual cwd.
+          const bool served_base = a0 == AT_FDCWD ? t.proc->fs->cwd_mount >= 0 : !!ServedOf(t, a0);
+          return served_base ? Decision::Emulate(err) : Decision::Pass();
         }
+        if (target.kind == Target::Kind::kHost) return Decision::Pass();
         if (target.kind == Target::Kind::kServed) {
           if (int err = CheckResolveRules(t, a0, path, how.resolve, target))
             return Decision::Emulate(err);
@@ -275,11 +279,41 @@ Decision MountHandler::Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t pa
     case Target::Kind::kSubstitute:
       return Substitute(t, call, path_arg, target.path);
     case Target::Kind::kFile:
+      if (target.file && target.file->is_dir()) return OpenDeadDir(t, call, *target.file, flags);
       return Decision::Emulate(-ENOENT);
     case Target::Kind::kServed:
       break;
   }
   return OpenServed(t, call, target, flags, mode, path_arg);
+}
+
+Decision MountHandler::OpenDeadDir(Thread& t, SyscallRegs& call, ServedFile& dir, int flags) {
+  // may_open() on a directory: no creating, writing or truncating it.
+  if ((flags & O_CREAT) ||
+      (!(flags & O_PATH) && ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)))) {
+    return Decision::Emulate(-EISDIR);
+  }
+  Decision restart;
+  if (!call.notified && !EnsureRegion(t, call, &restart)) return restart;
+  const schema::Cred cred = CredOf(t);
+  Decision d = RunOnFile(
+      dir,
+      [&](schema::Transaction& txn) {
+        if (!(flags & O_PATH)) AMINO_RETURN_IF_ERROR(dir.mfs->fs->FAccess(txn, cred, dir.id, R_OK));
+        return dir.mfs->fs->Reopen(txn, dir.id);
+      },
+      [] { return 0L; });
+  if (d.kind != Decision::Kind::kEmulate || d.result != 0) return d;
+  auto file = std::make_shared<ServedFile>();
+  file->mfs = dir.mfs;
+  file->id = dir.id;
+  file->type = S_IFDIR;
+  file->flags = flags & O_PATH ? flags & (O_PATH | O_DIRECTORY | O_NOFOLLOW)
+                               : flags & ~(O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_CLOEXEC);
+  file->opened_name = t.proc->fs->cwd_last;
+  file->counted = true;  // by the Reopen just committed
+  txns_.NoteOpened(t.tid, file);
+  return InstallShadow(t, call, std::move(file));
 }
 
 Decision MountHandler::OpenServed(Thread& t, SyscallRegs& call, Target& target, int flags,

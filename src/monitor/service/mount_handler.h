@@ -135,6 +135,8 @@ class MountHandler : public CallHandler {
                 int path_arg);
   Decision OpenServed(Thread& t, SyscallRegs& call, Target& target, int flags, mode_t mode,
                       int path_arg);
+  // An open of "." in a removed working directory (a kFile target): the dead directory again.
+  Decision OpenDeadDir(Thread& t, SyscallRegs& call, ServedFile& dir, int flags);
   // Gives the tracee a placeholder descriptor for `file` as the result of its open call.
   Decision InstallShadow(Thread& t, SyscallRegs& call, std::shared_ptr<ServedFile> file);
   Decision Descriptors(Thread& t, SyscallRegs& call);  // dup*, close, close_range, fd passing

@@ -547,6 +547,11 @@ Decision MountHandler::ServePath(Thread& t, SyscallRegs& call, Target* targets, 
         [&] { return done(st); });
   };
   auto no_id = [](MountFs&, schema::Transaction&, schema::FileId) { return Status::Errno(ENOENT); };
+  // A file target that is not a descriptor's (AT_EMPTY_PATH) is "." in a removed working
+  // directory: what Linux answers for "." there.
+  auto is_dir_error = [](int err) {
+    return [err](MountFs&, schema::Transaction&, schema::FileId) { return Status::Errno(err); };
+  };
   auto ok = [] { return 0L; };
 
   switch (nr) {
@@ -574,7 +579,12 @@ Decision MountHandler::ServePath(Thread& t, SyscallRegs& call, Target* targets, 
             out = *fs;
             return Status::Ok();
           },
-          no_id,
+          [&](MountFs& m, schema::Transaction& txn, schema::FileId) -> Status {
+            auto fs = m.fs->StatFs(txn);
+            if (!fs.ok()) return fs.status();
+            out = *fs;
+            return Status::Ok();
+          },
           [&] {
             out.f_flags |= kStatfsValid;
             return CopyOut(t, a1, out);
@@ -656,7 +666,7 @@ Decision MountHandler::ServePath(Thread& t, SyscallRegs& call, Target* targets, 
             }
             return m.fs->Truncate(txn, cred, rel, static_cast<int64_t>(a1));
           },
-          no_id,
+          is_dir_error(EISDIR),
           [&] {
             if (truncated) shared_maps_.Resized(*where, truncated, a1);
             return 0L;
@@ -669,7 +679,10 @@ Decision MountHandler::ServePath(Thread& t, SyscallRegs& call, Target* targets, 
             return m.fs->SetXattr(txn, cred, rel, x.name, x.value, static_cast<int>(a4),
                                   nr == SYS_setxattr);
           },
-          no_id, ok);
+          [&](MountFs& m, schema::Transaction& txn, schema::FileId id) {
+            return m.fs->FSetXattr(txn, cred, id, x.name, x.value, static_cast<int>(a4));
+          },
+          ok);
     case SYS_getxattr:
     case SYS_lgetxattr: {
       std::string value;
@@ -680,7 +693,12 @@ Decision MountHandler::ServePath(Thread& t, SyscallRegs& call, Target* targets, 
             value = std::move(*v);
             return Status::Ok();
           },
-          no_id,
+          [&](MountFs& m, schema::Transaction& txn, schema::FileId id) -> Status {
+            auto v = m.fs->FGetXattr(txn, cred, id, x.name);
+            if (!v.ok()) return v.status();
+            value = std::move(*v);
+            return Status::Ok();
+          },
           [&]() -> long {
             const long len = static_cast<long>(value.size());
             if (a3 == 0) return len;
@@ -699,7 +717,12 @@ Decision MountHandler::ServePath(Thread& t, SyscallRegs& call, Target* targets, 
             for (const std::string& name : *names) list.append(name).push_back('\0');
             return Status::Ok();
           },
-          no_id,
+          [&](MountFs& m, schema::Transaction& txn, schema::FileId id) -> Status {
+            auto names = m.fs->FListXattr(txn, cred, id);
+            if (!names.ok()) return names.status();
+            for (const std::string& name : *names) list.append(name).push_back('\0');
+            return Status::Ok();
+          },
           [&]() -> long {
             const long len = static_cast<long>(list.size());
             if (a2 == 0) return len;
@@ -714,7 +737,10 @@ Decision MountHandler::ServePath(Thread& t, SyscallRegs& call, Target* targets, 
           [&](MountFs& m, schema::Transaction& txn, const std::string& rel) {
             return m.fs->RemoveXattr(txn, cred, rel, x.name, nr == SYS_removexattr);
           },
-          no_id, ok);
+          [&](MountFs& m, schema::Transaction& txn, schema::FileId id) {
+            return m.fs->FRemoveXattr(txn, cred, id, x.name);
+          },
+          ok);
     case SYS_mkdir:
     case SYS_mkdirat: {
       // The schema applies the umask: not where a default ACL takes its place.
@@ -724,7 +750,7 @@ Decision MountHandler::ServePath(Thread& t, SyscallRegs& call, Target* targets, 
           [&](MountFs& m, schema::Transaction& txn, const std::string& rel) {
             return m.fs->Mkdir(txn, cred, rel, mode, umask).status();
           },
-          no_id, ok);
+          is_dir_error(EEXIST), ok);
     }
     case SYS_mknod:
     case SYS_mknodat: {
@@ -737,7 +763,7 @@ Decision MountHandler::ServePath(Thread& t, SyscallRegs& call, Target* targets, 
           [&](MountFs& m, schema::Transaction& txn, const std::string& rel) {
             return m.fs->Mknod(txn, cred, rel, mode, dev, umask).status();
           },
-          no_id, ok);
+          is_dir_error(EEXIST), ok);
     }
     case SYS_rmdir:
     case SYS_unlink:
@@ -747,7 +773,7 @@ Decision MountHandler::ServePath(Thread& t, SyscallRegs& call, Target* targets, 
           [&](MountFs& m, schema::Transaction& txn, const std::string& rel) {
             return dir ? m.fs->Rmdir(txn, cred, rel) : m.fs->Unlink(txn, cred, rel);
           },
-          no_id,
+          is_dir_error(dir ? EINVAL : EISDIR),
           [&] {
             // Virtual cwds and directory descriptors look their path up again.
             if (dir) where->dir_generation++;
@@ -758,7 +784,7 @@ Decision MountHandler::ServePath(Thread& t, SyscallRegs& call, Target* targets, 
     case SYS_symlinkat:
       return run([&](MountFs& m, schema::Transaction& txn,
                      const std::string& rel) { return m.fs->Symlink(txn, cred, x.target, rel); },
-                 no_id, ok);
+                 is_dir_error(EEXIST), ok);
     case SYS_readlink:
     case SYS_readlinkat: {
       const bool at = nr == SYS_readlinkat;
