@@ -727,6 +727,7 @@ Decision Move(FdCall& c, Side& in, int64_t in_pos, Side& out, int64_t out_pos, s
         Ok);
     if (d.kind != Decision::Kind::kEmulate || d.result != 0) return d;
     got = static_cast<long>(data.size());
+    NoteDataAccess(f);  // filemap_splice_read() touches atime, even at the end of file
   } else {
     data.resize(std::min(count, kChunk));
     got = HostRead(in, data.data(), data.size(), in_pos);
