@@ -245,7 +245,8 @@ Decision ReadData(FdCall& c, const std::vector<iovec>& iov, size_t total, int64_
         }
         if (copied == 0 && !data.empty()) return static_cast<long>(-EFAULT);
         if (at_cursor) c.f.offset = static_cast<uint64_t>(start) + copied;
-        if (total > 0) NoteDataAccess(c.f);  // as filemap_read(), even at the end of file
+        // As filemap_read(): even at the end of file, but not from s_maxbytes on.
+        if (total > 0 && static_cast<uint64_t>(start) < schema::kMaxFileSize) NoteDataAccess(c.f);
         return static_cast<long>(copied);
       });
 }
@@ -343,6 +344,7 @@ Decision Getdents(FdCall& c, uint64_t addr, unsigned count, bool wide) {
   std::vector<size_t> ends;        // the end of each entry in buf
   std::vector<std::string> names;  // each entry's name ("" for "." and "..")
   bool at_end = false;             // the listing reached the end of the directory
+  bool too_small = false;          // the first entry did not fit (EINVAL)
   return c.run(
       [&](schema::Transaction& txn) {
         schema::FileSystem& fs = *f.mfs->fs;
@@ -409,11 +411,13 @@ Decision Getdents(FdCall& c, uint64_t addr, unsigned count, bool wide) {
           }
         }
       out:
-        if (ends.empty() && full) return Status::Errno(EINVAL);  // not even one entry fits
+        too_small = ends.empty() && full;  // not even one entry fits
         return Status::Ok();
       },
       [&] {
-        NoteDataAccess(f);  // iterate_dir() touches the directory's atime, even at the end
+        // iterate_dir() touches the directory's atime, even at the end or with no room.
+        NoteDataAccess(f);
+        if (too_small) return static_cast<long>(-EINVAL);
         if (ends.empty()) {
           if (at_end) f.offset = f.dir_offset = static_cast<uint64_t>(kOffsetMax);
           return 0L;
@@ -450,6 +454,7 @@ Decision Xattr(FdCall& c, SyscallRegs& call) {
       if (a3 > XATTR_SIZE_MAX) return Emulate(-E2BIG);
       std::string value(a3, '\0');
       if (a3 && ReadMemory(*c.t.proc, a2, value.data(), a3) != 0) return Emulate(-EFAULT);
+      if (c.f.flags & O_PATH) return Emulate(-EBADF);  // the arguments are checked first
       return c.run(
           [&](schema::Transaction& txn) {
             return fs.FSetXattr(txn, c.cred, c.f.id, name, value, flags);
@@ -458,6 +463,7 @@ Decision Xattr(FdCall& c, SyscallRegs& call) {
     }
     case SYS_fgetxattr: {
       if ((r = XattrName(c.t, call.arg(1), &name)) < 0) return Emulate(r);
+      if (c.f.flags & O_PATH) return Emulate(-EBADF);  // the name is checked first
       std::string value;
       return c.run(
           [&](schema::Transaction& txn) {
@@ -497,6 +503,7 @@ Decision Xattr(FdCall& c, SyscallRegs& call) {
     }
     default:  // fremovexattr
       if ((r = XattrName(c.t, call.arg(1), &name)) < 0) return Emulate(r);
+      if (c.f.flags & O_PATH) return Emulate(-EBADF);  // the name is checked first
       return c.run(
           [&](schema::Transaction& txn) { return fs.FRemoveXattr(txn, c.cred, c.f.id, name); }, Ok);
   }
@@ -990,7 +997,7 @@ Decision MountHandler::ServeFd(Thread& t, SyscallRegs& call, ServedFile& f) {
   if (is_path && nr != SYS_fstat && nr != SYS_fstatfs && nr != SYS_pread64 && nr != SYS_preadv &&
       nr != SYS_preadv2 && nr != SYS_pwrite64 && nr != SYS_pwritev && nr != SYS_pwritev2 &&
       nr != SYS_ftruncate && nr != SYS_flock && nr != SYS_sendfile && nr != SYS_copy_file_range &&
-      nr != SYS_splice) {
+      nr != SYS_splice && nr != SYS_fgetxattr && nr != SYS_fsetxattr && nr != SYS_fremovexattr) {
     return Emulate(-EBADF);
   }
 
