@@ -65,11 +65,17 @@ def parse_args(argv):
             a.cpus = _cpu_list(a.cpus)
         except ValueError:
             p.error("--cpus: expected a list such as 0 or 0,2-3, got %r" % a.cpus)
+        allowed = os.sched_getaffinity(0)
+        if not set(a.cpus) <= allowed:
+            p.error("--cpus: CPU(s) %s not available to this process, which may use only %s "
+                    "(taskset or a cgroup confines it)" % (
+                        ",".join(str(c) for c in a.cpus if c not in allowed),
+                        ",".join(str(c) for c in sorted(allowed))))
     return a
 
 
 def _cpu_list(text):
-    """The CPUs of a list such as 0,2-3, each of which must exist here."""
+    """The CPUs of a list such as 0,2-3."""
     cpus = set()
     for part in text.split(","):
         lo, _, hi = part.partition("-")
@@ -77,7 +83,7 @@ def _cpu_list(text):
         if first > last:
             raise ValueError(part)
         cpus.update(range(first, last + 1))
-    if not cpus or not cpus <= os.sched_getaffinity(0):
+    if not cpus:
         raise ValueError(text)
     return sorted(cpus)
 
