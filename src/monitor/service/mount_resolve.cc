@@ -491,7 +491,7 @@ std::shared_ptr<ServedFile> MountHandler::CwdHold(Thread& t, MountFs& m, schema:
   hold->id = id;
   hold->type = S_IFDIR;
   hold->flags = O_PATH | O_DIRECTORY;
-  hold->counted = true;  // released (closed) when the last cwd on it goes
+  hold->counted = true;           // released (closed) when the last cwd on it goes
   txns_.NoteOpened(t.tid, hold);  // inside an application transaction: undone if it aborts
   return hold;
 }
