@@ -144,6 +144,32 @@ void ScopedFd::reset(int fd) {
   fd_ = fd;
 }
 
+bool ChangesCredentials(long nr) {
+  switch (nr) {
+    case SYS_setuid:
+    case SYS_setgid:
+    case SYS_setreuid:
+    case SYS_setregid:
+    case SYS_setresuid:
+    case SYS_setresgid:
+    case SYS_setfsuid:
+    case SYS_setfsgid:
+    case SYS_setgroups:
+    case SYS_umask:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool HoldsAnyIn(const FdTable& fds, uint64_t lo, uint64_t hi) {
+  for (const auto& [fd, file] : fds.files) {
+    const uint64_t n = static_cast<uint64_t>(fd);
+    if (n >= lo && n <= hi) return true;
+  }
+  return false;
+}
+
 std::shared_ptr<HostFile> ShadowOf(Thread& t, int fd) {
   auto& files = t.proc->fds->files;
   auto it = files.find(fd);

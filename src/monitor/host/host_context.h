@@ -89,6 +89,11 @@ class ScopedFd {
 
 // The shadow behind tracee descriptor `fd`, or nullptr.
 std::shared_ptr<HostFile> ShadowOf(Thread& t, int fd);
+// Calls after which what the monitor caches of the calling thread's credentials and umask is
+// stale (glibc makes every thread issue them itself, so per-thread invalidation suffices).
+bool ChangesCredentials(long nr);
+// Whether `fds` has an entry (a shadow or served descriptor) numbered from `lo` to `hi`.
+bool HoldsAnyIn(const FdTable& fds, uint64_t lo, uint64_t hi);
 
 // A directory descriptor the monitor can pass to an *at call for the tracee's `dirfd` and
 // `path`: AT_FDCWD-relative paths use the tracee's cwd, shadows their host descriptor, other

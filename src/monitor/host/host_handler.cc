@@ -76,27 +76,12 @@ bool HostHandler::NeedsStop(long nr) const {
 }
 
 long HostHandler::OnForeignCall(Thread& t, const ForeignCall& c) {
-  switch (c.native_nr) {
-    case SYS_setuid:
-    case SYS_setgid:
-    case SYS_setreuid:
-    case SYS_setregid:
-    case SYS_setresuid:
-    case SYS_setresgid:
-    case SYS_setfsuid:
-    case SYS_setfsgid:
-    case SYS_setgroups:
-    case SYS_umask:
-      creds_.Invalidate(t.tid);
-      return 0;
-    case SYS_close_range:
-      for (const auto& [fd, file] : t.proc->fds->files) {
-        const uint64_t n = static_cast<uint64_t>(fd);
-        if (n >= c.args[0] && n <= c.args[1]) return kRefusedForeign;
-      }
-      return 0;
-    default:
-      break;
+  if (ChangesCredentials(c.native_nr)) {
+    creds_.Invalidate(t.tid);
+    return 0;
+  }
+  if (c.native_nr == SYS_close_range) {
+    return HoldsAnyIn(*t.proc->fds, c.args[0], c.args[1]) ? kRefusedForeign : 0;
   }
   // Paths are the host's, which the kernel serves as well; a shadow descriptor is only a
   // placeholder to the kernel.
@@ -123,6 +108,10 @@ Decision HostHandler::OnEntry(Thread& t, SyscallRegs& call) {
   if (pending != pending_.end() && pending->second.kind == Pending::Kind::kMmapClose &&
       nr == SYS_mmap) {
     return Decision::ObserveExit();  // the mmap re-run on the real descriptor
+  }
+  if (ChangesCredentials(nr)) {
+    creds_.Invalidate(t.tid);
+    return Decision::Pass();
   }
   const int a0 = static_cast<int>(call.arg(0));
   switch (nr) {
@@ -198,19 +187,6 @@ Decision HostHandler::OnEntry(Thread& t, SyscallRegs& call) {
     case SYS_sync:
     case SYS_name_to_handle_at:
     case SYS_open_by_handle_at:
-      return Decision::Pass();
-    case SYS_setuid:
-    case SYS_setgid:
-    case SYS_setreuid:
-    case SYS_setregid:
-    case SYS_setresuid:
-    case SYS_setresgid:
-    case SYS_setfsuid:
-    case SYS_setfsgid:
-    case SYS_setgroups:
-    case SYS_umask:
-      // glibc makes every thread issue the call itself, so per-thread invalidation suffices.
-      creds_.Invalidate(t.tid);
       return Decision::Pass();
     default:
       break;

@@ -15,19 +15,11 @@ namespace amino::monitor::service {
 
 long MountHandler::OnForeignCall(Thread& t, const ForeignCall& c) {
   const SyscallInfo* info = c.native_nr < 0 ? nullptr : FindSyscall(c.native_nr);
+  if (host::ChangesCredentials(c.native_nr)) {
+    creds_.Invalidate(t.tid);  // what the monitor caches of the thread no longer holds
+    return host_.OnForeignCall(t, c);
+  }
   switch (c.native_nr) {
-    case SYS_setuid:
-    case SYS_setgid:
-    case SYS_setreuid:
-    case SYS_setregid:
-    case SYS_setresuid:
-    case SYS_setresgid:
-    case SYS_setfsuid:
-    case SYS_setfsgid:
-    case SYS_setgroups:
-    case SYS_umask:
-      creds_.Invalidate(t.tid);  // what the monitor caches of the thread no longer holds
-      return host_.OnForeignCall(t, c);
     case SYS_sync:
       (void)shared_maps_.WriteBackAll();
       for (auto& m : mounts_) (void)FlushLog(*m);
@@ -35,11 +27,7 @@ long MountHandler::OnForeignCall(Thread& t, const ForeignCall& c) {
     case SYS_getcwd:
       return t.proc->fs->cwd_mount >= 0 ? kRefusedForeign : 0;
     case SYS_close_range:
-      for (const auto& [fd, file] : t.proc->fds->files) {
-        const uint64_t n = static_cast<uint64_t>(fd);
-        if (n >= c.args[0] && n <= c.args[1]) return kRefusedForeign;
-      }
-      return 0;
+      return host::HoldsAnyIn(*t.proc->fds, c.args[0], c.args[1]) ? kRefusedForeign : 0;
     default:
       break;
   }

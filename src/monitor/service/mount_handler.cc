@@ -131,6 +131,10 @@ Decision MountHandler::Serve(Thread& t, SyscallRegs& call) {
       return host_.OnEntry(t, call);
     }
   }
+  if (host::ChangesCredentials(nr)) {
+    creds_.Invalidate(t.tid);
+    return host_.OnEntry(t, call);
+  }
   switch (nr) {
     case SYS_open:
       return Open(t, call, AT_FDCWD, call.arg(0), static_cast<int>(call.arg(1)),
@@ -230,18 +234,6 @@ Decision MountHandler::Serve(Thread& t, SyscallRegs& call) {
         }
       }
       return Decision::Pass();
-    case SYS_setuid:
-    case SYS_setgid:
-    case SYS_setreuid:
-    case SYS_setregid:
-    case SYS_setresuid:
-    case SYS_setresgid:
-    case SYS_setfsuid:
-    case SYS_setfsgid:
-    case SYS_setgroups:
-    case SYS_umask:
-      creds_.Invalidate(t.tid);
-      return host_.OnEntry(t, call);
     default:
       break;
   }
