@@ -62,6 +62,8 @@ class Ops {
   Result<std::optional<PathValue>> GetPath(DB_TXN* t, std::string_view path);
   Status PutPath(DB_TXN* t, std::string_view path, const PathValue& v);
   Result<InodeValue> GetInode(DB_TXN* t, FileId id);
+  // The same for a file that may be gone (freed): nullopt then; an unreadable one is damage.
+  Result<std::optional<InodeValue>> FindInode(DB_TXN* t, FileId id);
   Status PutInode(DB_TXN* t, FileId id, const InodeValue& v);
   // The node a Path record names (loads the DLMD when needed).
   Result<Node> NodeAt(DB_TXN* t, std::string_view path, const PathValue& pv);

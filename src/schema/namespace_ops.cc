@@ -656,11 +656,9 @@ Result<OpenResult> FileSystem::Open(Transaction& txn, const Cred& c, std::string
 Status FileSystem::Close(Transaction& txn, FileId id) {
   DB_TXN* t = txn.raw();
   Ops ops(*store_);
-  AMINO_ASSIGN_OR_RETURN(std::optional<std::string> raw, store_->Get(store_->data(), t, IdKey(id)));
-  if (!raw) return Status::Errno(EBADF);
-  InodeValue iv;
-  if (!DecodeInodeValue(*raw, &iv)) return Status::Storage(EUCLEAN, "damaged inode");
-  if (iv.open_count == 0) return Status::Errno(EBADF);
+  AMINO_ASSIGN_OR_RETURN(std::optional<InodeValue> found, ops.FindInode(t, id));
+  if (!found || found->open_count == 0) return Status::Errno(EBADF);
+  InodeValue iv = *found;
   iv.open_count--;
   if (iv.open_count == 0 && iv.link_count == 0) return ops.FreeFile(t, id);
   return ops.PutInode(t, id, iv);
@@ -669,11 +667,9 @@ Status FileSystem::Close(Transaction& txn, FileId id) {
 Status FileSystem::Reopen(Transaction& txn, FileId id) {
   DB_TXN* t = txn.raw();
   Ops ops(*store_);
-  AMINO_ASSIGN_OR_RETURN(std::optional<std::string> raw, store_->Get(store_->data(), t, IdKey(id)));
-  if (!raw) return Status::Errno(ESTALE);
-  InodeValue iv;
-  if (!DecodeInodeValue(*raw, &iv)) return Status::Storage(EUCLEAN, "damaged inode");
-  if (iv.open_count == 0 && iv.link_count == 0) return Status::Errno(ESTALE);
+  AMINO_ASSIGN_OR_RETURN(std::optional<InodeValue> found, ops.FindInode(t, id));
+  if (!found || (found->open_count == 0 && found->link_count == 0)) return Status::Errno(ESTALE);
+  InodeValue iv = *found;
   iv.open_count++;
   return ops.PutInode(t, id, iv);
 }

@@ -58,6 +58,14 @@ Result<InodeValue> Ops::GetInode(DB_TXN* t, FileId id) {
   return iv;
 }
 
+Result<std::optional<InodeValue>> Ops::FindInode(DB_TXN* t, FileId id) {
+  AMINO_ASSIGN_OR_RETURN(std::optional<std::string> raw, s_.Get(s_.data(), t, IdKey(id)));
+  if (!raw) return std::optional<InodeValue>();
+  InodeValue iv;
+  if (!DecodeInodeValue(*raw, &iv)) return Status::Storage(EUCLEAN, "damaged inode");
+  return std::optional<InodeValue>(iv);
+}
+
 Status Ops::PutInode(DB_TXN* t, FileId id, const InodeValue& v) {
   return s_.Put(s_.data(), t, IdKey(id), EncodeInodeValue(v));
 }
