@@ -10,18 +10,14 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "micro/micro.h"
 
 namespace amino::bench {
 namespace {
@@ -29,16 +25,7 @@ namespace {
 constexpr size_t kPreadSize = 4096;
 constexpr size_t kFileSize = 64 * 1024;
 
-[[noreturn]] void Die(const std::string& what) {
-  std::fprintf(stderr, "syscall_bench: %s: %s\n", what.c_str(), std::strerror(errno));
-  std::exit(1);
-}
-
-uint64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);  // vDSO: no system call, never trapped
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
+[[noreturn]] void Die(const std::string& what) { bench::Die("syscall_bench", what); }
 
 // The files and buffers the calls work on; created once, before timing.
 struct Fixture {
@@ -111,13 +98,7 @@ void RunKinds(const std::vector<std::string>& names, Fixture& f, int iterations,
   for (const std::string& name : names) {
     const Kind& k = *std::find_if(Kinds().begin(), Kinds().end(),
                                   [&](const Kind& kind) { return name == kind.name; });
-    // Warm-up: page cache, branch predictors, and the monitor's first-call paths.
-    Round(k, f, std::max(1, iterations / 10));
-    std::vector<double> ns;
-    for (int r = 0; r < rounds; ++r) ns.push_back(Round(k, f, iterations));
-    std::sort(ns.begin(), ns.end());
-    std::printf("%s %.1f %.1f %.1f\n", k.name, ns[ns.size() / 2], ns.front(), ns.back());
-    std::fflush(stdout);
+    TimeKind(k.name, iterations, rounds, [&](int n) { return Round(k, f, n); });
   }
   Teardown(f);
 }
@@ -128,28 +109,17 @@ void RunKinds(const std::vector<std::string>& names, Fixture& f, int iterations,
 int main(int argc, char** argv) {
   using amino::bench::Kinds;
   CLI::App app{"Nanoseconds per system call, by call kind (median of rounds after a warm-up)."};
-  std::vector<std::string> names;
-  int iterations = 20000;
-  int rounds = 5;
-  amino::bench::Fixture f;
-  f.dir = "/tmp";
-  bool list = false;
+  amino::bench::MicroOptions o;
   std::vector<std::string> all;
   for (const auto& k : Kinds()) all.push_back(k.name);
-  app.add_option("--kind", names, "Call kinds to run (default: all)")->check(CLI::IsMember(all));
-  app.add_option("--iterations", iterations, "Calls per round")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--rounds", rounds, "Timed rounds; the median is printed")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--dir", f.dir, "Where the regular file is created")->capture_default_str();
-  app.add_flag("--list", list, "Print the call kinds and what each measures, then exit");
+  amino::bench::AddMicroOptions(app, o, all, "Where the regular file is created");
   CLI11_PARSE(app, argc, argv);
-  if (list) {
+  if (o.list) {
     for (const auto& k : Kinds()) std::printf("%s\t%s\n", k.name, k.what);
     return 0;
   }
-  amino::bench::RunKinds(names.empty() ? all : names, f, iterations, rounds);
+  amino::bench::Fixture f;
+  f.dir = o.dir;
+  amino::bench::RunKinds(o.kinds.empty() ? all : o.kinds, f, o.iterations, o.rounds);
   return 0;
 }
