@@ -89,10 +89,15 @@ Status CreateEnv(DB_ENV** out, size_t cache) {
   env->set_cachesize(env, static_cast<u_int32_t>(cache >> 30),
                      static_cast<u_int32_t>(cache & ((1u << 30) - 1)), 1);
   env->set_lk_detect(env, DB_LOCK_DEFAULT);
-  // Renaming a big directory or importing a tree is one transaction: allow many locks.
-  env->set_lk_max_locks(env, 200000);
-  env->set_lk_max_objects(env, 200000);
-  env->set_lk_max_lockers(env, 20000);
+  // Locks live in the main region, which starts small and grows on demand up to its maximum:
+  // renaming a big directory or importing a tree is one transaction that holds many locks,
+  // but sizing the region for that up front made every start write tens of megabytes.
+  env->set_memory_init(env, DB_MEM_LOCK, 4096);
+  env->set_memory_init(env, DB_MEM_LOCKOBJECT, 4096);
+  env->set_memory_init(env, DB_MEM_LOCKER, 1024);
+  env->set_memory_init(env, DB_MEM_TRANSACTION, 256);
+  env->set_memory_max(env, 0, 256u << 20);
+  env->set_lk_tablesize(env, 16384);
   env->set_lg_bsize(env, 4 << 20);
   env->set_lg_max(env, 16 << 20);
   env->set_lg_regionmax(env, 1 << 20);
