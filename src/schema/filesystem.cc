@@ -117,9 +117,11 @@ Result<std::unique_ptr<FileSystem>> FileSystem::Open(const std::string& dir,
   AMINO_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, Store::Open(dir, so));
   std::unique_ptr<FileSystem> fs(new FileSystem(dir, std::move(store)));
   if (fs->store_->sole_user()) {
-    AMINO_RETURN_IF_ERROR(
-        fs->Run([&](Transaction& txn) { return CleanUpAfterDeadUsers(*fs->store_, txn); }));
-    fs->recovered_on_open_ = true;
+    if (!fs->store_->clean_start()) {
+      AMINO_RETURN_IF_ERROR(
+          fs->Run([&](Transaction& txn) { return CleanUpAfterDeadUsers(*fs->store_, txn); }));
+      fs->recovered_on_open_ = true;
+    }
     AMINO_RETURN_IF_ERROR(fs->store_->ShareWithOthers());
   }
   return fs;

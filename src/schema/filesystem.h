@@ -67,7 +67,8 @@ class FileSystem {
   static Status Mkfs(const std::string& dir);
   // Opens an existing file system. Runs recovery when a previous user died; when no other
   // process has it open, also clears stale open counts and removes orphaned files
-  // (recovered_on_open() then says so).
+  // (recovered_on_open() then says so), unless the last user closed it cleanly: with no
+  // transaction and no open description left (see Store::clean_start()).
   static Result<std::unique_ptr<FileSystem>> Open(const std::string& dir,
                                                   const OpenOptions& options = {});
   ~FileSystem();

@@ -601,7 +601,11 @@ Result<OpenResult> FileSystem::Open(Transaction& txn, const Cred& c, std::string
                                     int flags, mode_t mode, mode_t umask) {
   DB_TXN* t = txn.raw();
   Ops ops(*store_);
-  if ((flags & O_TMPFILE) == O_TMPFILE) return OpenUnnamed(ops, t, c, path, flags, mode, umask);
+  if ((flags & O_TMPFILE) == O_TMPFILE) {
+    AMINO_ASSIGN_OR_RETURN(OpenResult out, OpenUnnamed(ops, t, c, path, flags, mode, umask));
+    txn.CountOpens(1);
+    return out;
+  }
   if (flags & O_PATH) {
     // A handle, counted as an open description like any other (fstat of it after the file's
     // last name is gone still works): only the walk's search permission is needed.
@@ -610,6 +614,7 @@ Result<OpenResult> FileSystem::Open(Transaction& txn, const Cred& c, std::string
     AMINO_ASSIGN_OR_RETURN(n.iv, ops.GetInode(t, n.id));
     n.iv.open_count++;
     AMINO_RETURN_IF_ERROR(ops.PutInode(t, n.id, n.iv));
+    txn.CountOpens(1);
     return OpenResult{n.id, Stat{n.id, n.attr}, false};
   }
   const bool creat = flags & O_CREAT;
@@ -648,6 +653,7 @@ Result<OpenResult> FileSystem::Open(Transaction& txn, const Cred& c, std::string
   }
   n.iv.open_count++;
   AMINO_RETURN_IF_ERROR(ops.PutInode(t, n.id, n.iv));
+  txn.CountOpens(1);
   out.id = n.id;
   out.stat = Stat{n.id, n.attr};
   return out;
@@ -660,6 +666,7 @@ Status FileSystem::Close(Transaction& txn, FileId id) {
   if (!found || found->open_count == 0) return Status::Errno(EBADF);
   InodeValue iv = *found;
   iv.open_count--;
+  txn.CountOpens(-1);
   if (iv.open_count == 0 && iv.link_count == 0) return ops.FreeFile(t, id);
   return ops.PutInode(t, id, iv);
 }
@@ -671,6 +678,7 @@ Status FileSystem::Reopen(Transaction& txn, FileId id) {
   if (!found || (found->open_count == 0 && found->link_count == 0)) return Status::Errno(ESTALE);
   InodeValue iv = *found;
   iv.open_count++;
+  txn.CountOpens(1);
   return ops.PutInode(t, id, iv);
 }
 

@@ -38,6 +38,9 @@ class Store {
   // dead users (open counts, orphans) may then be cleared. Until ShareWithOthers() is called,
   // other openers wait.
   bool sole_user() const { return sole_user_; }
+  // True when this sole user found the file system closed cleanly by the last user: recovery
+  // was not needed, and no dead user left open counts or orphans behind.
+  bool clean_start() const { return clean_start_; }
   Status ShareWithOthers();
   const std::string& dir() const { return dir_; }
 
@@ -55,8 +58,9 @@ class Store {
   static uint64_t WritesMade();
 
   Status Checkpoint();
-  // Called after each top-level commit; checkpoints every so often so the log stays bounded.
-  void NoteTopLevelCommit();
+  // Called after each top-level commit with the open descriptions it counted (net);
+  // checkpoints every so often so the log stays bounded.
+  void NoteTopLevelCommit(int64_t opens = 0);
 
  private:
   Store() = default;
@@ -69,7 +73,11 @@ class Store {
   DB* xattr_ = nullptr;
   int users_lock_fd_ = -1;
   bool sole_user_ = false;
+  bool clean_start_ = false;
   std::atomic<uint32_t> commits_since_checkpoint_{0};
+  // Open descriptions this process has counted in the schema and not yet released.
+  std::atomic<int64_t> opens_held_{0};
+  std::string user_file_;  // DBDIR/amino.user.*, removed at a clean close
 };
 
 // RAII cursor.

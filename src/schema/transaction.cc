@@ -20,6 +20,7 @@ Transaction& Transaction::operator=(Transaction&& o) noexcept {
     txn_ = o.txn_;
     parent_ = o.parent_;
     store_ = o.store_;
+    opens_ = o.opens_;
     o.txn_ = nullptr;
   }
   return *this;
@@ -34,7 +35,8 @@ Status Transaction::Commit() {
   DB_TXN* t = txn_;
   txn_ = nullptr;  // commit resolves the handle whether it succeeds or not
   Status st = DbStatus(t->commit(t, 0), "commit");
-  if (st.ok() && !parent_ && store_) store_->NoteTopLevelCommit();
+  if (st.ok() && parent_) parent_->opens_ += opens_;
+  if (st.ok() && !parent_ && store_) store_->NoteTopLevelCommit(opens_);
   return st;
 }
 

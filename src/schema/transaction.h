@@ -31,7 +31,8 @@ class Transaction {
       : txn_(txn), parent_(parent), store_(store) {}
   Transaction(const Transaction&) = delete;
   Transaction& operator=(const Transaction&) = delete;
-  Transaction(Transaction&& o) noexcept : txn_(o.txn_), parent_(o.parent_), store_(o.store_) {
+  Transaction(Transaction&& o) noexcept
+      : txn_(o.txn_), parent_(o.parent_), store_(o.store_), opens_(o.opens_) {
     o.txn_ = nullptr;
   }
   Transaction& operator=(Transaction&& o) noexcept;
@@ -43,11 +44,16 @@ class Transaction {
   bool nested() const { return parent_ != nullptr; }
   DB_TXN* raw() const { return txn_; }
   uint32_t id() const { return txn_ ? txn_->id(txn_) : 0; }
+  // Open descriptions counted (+1) or released (-1) in the schema by this transaction: at
+  // commit they pass to the parent, or to the store once top-level (aborted, they vanish as
+  // the counts do).
+  void CountOpens(int64_t delta) { opens_ += delta; }
 
  private:
   DB_TXN* txn_ = nullptr;
   Transaction* parent_ = nullptr;
   Store* store_ = nullptr;
+  int64_t opens_ = 0;
 };
 
 // Maps a Berkeley DB return code to a Status (DB_LOCK_DEADLOCK and DB_LOCK_NOTGRANTED become

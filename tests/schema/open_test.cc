@@ -2,6 +2,7 @@
 // that outlive their last name while open (orphans).
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fs_test.h"
@@ -172,6 +173,52 @@ TEST_F(OpenTest, OrphansLeftByADeadProcessAreRemovedOnOpen) {
   EXPECT_FALSE(root().FStat(o->id).ok());
   ExpectConsistent();
   EXPECT_EQ(*root().ReadFile("/kept"), "k");
+}
+
+TEST_F(OpenTest, ACleanCloseLetsTheNextOpenSkipRecovery) {
+  ASSERT_TRUE(root().WriteFile("/f", "data").ok());
+  Result<OpenResult> o = root().Open("/f", O_RDONLY);
+  ASSERT_TRUE(o.ok());
+  ASSERT_TRUE(root().Close(o->id).ok());
+  Reopen();
+  EXPECT_FALSE(fs_->recovered_on_open());
+  EXPECT_EQ(*root().ReadFile("/f"), "data");
+  // While in use the file system is not marked clean: a crash now must be recovered from.
+  struct stat st;
+  EXPECT_NE(::stat((db_->path() + "/fs/amino.clean").c_str(), &st), 0);
+}
+
+TEST_F(OpenTest, OpensLeftCountedAtCloseMakeTheNextOpenRecover) {
+  ASSERT_TRUE(root().WriteFile("/f", "data").ok());
+  ASSERT_TRUE(root().Open("/f", O_RDONLY).ok());
+  Reopen();
+  EXPECT_TRUE(fs_->recovered_on_open());
+}
+
+TEST_F(OpenTest, AUserThatDiedKeepsTheLastOneFromMarkingItClean) {
+  ASSERT_TRUE(root().WriteFile("/f", std::string(9000, 'x')).ok());
+  Result<Stat> f = root().GetStat("/f");
+  ASSERT_TRUE(f.ok());
+  const std::string dir = db_->path() + "/fs";
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // A second user that opens and unlinks a file, then dies without closing anything.
+    Result<std::unique_ptr<FileSystem>> other = FileSystem::Open(dir);
+    if (!other.ok()) _exit(2);
+    Client c(other->get());
+    Result<OpenResult> o = c.Open("/f", O_RDONLY);
+    _exit(o.ok() && c.Unlink("/f").ok() ? 0 : 3);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  Reopen();  // this process closes last, cleanly, but the other did not
+  EXPECT_TRUE(fs_->recovered_on_open());
+  EXPECT_FALSE(root().FStat(f->ino).ok());  // its unlinked file was freed
+  ExpectConsistent();
+  Reopen();
+  EXPECT_FALSE(fs_->recovered_on_open());
 }
 
 TEST_F(OpenTest, RemovedDirectoryStillOpenListsNothing) {
