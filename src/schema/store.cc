@@ -95,14 +95,44 @@ Result<int> LockUsers(const std::string& dir, bool* sole) {
 // dead user to clean up after, and creates fresh regions instead of rebuilding them.
 constexpr const char* kCleanMarker = "/amino.clean";
 
+constexpr const char* kDatabaseFiles[] = {"path.db", "data.db", "orphan.db", "names.db",
+                                          "xattr.db"};
+
+// The marker names the very files it vouches for: device, inode, size and modification time
+// of each database. A copy, a restored backup or a damaged (truncated) file no longer matches,
+// and is then recovered as before.
+std::string DatabaseIdentities(const std::string& dir) {
+  std::string out;
+  for (const char* f : kDatabaseFiles) {
+    struct stat st;
+    if (stat((dir + "/" + f).c_str(), &st) != 0) return "";
+    char line[200];
+    std::snprintf(line, sizeof line, "%s %llu %llu %lld %lld.%09ld\n", f,
+                  static_cast<unsigned long long>(st.st_dev),
+                  static_cast<unsigned long long>(st.st_ino), static_cast<long long>(st.st_size),
+                  static_cast<long long>(st.st_mtim.tv_sec), st.st_mtim.tv_nsec);
+    out += line;
+  }
+  return out;
+}
+
 // Removes the marker for good before the file system is used: if it came back after a crash
-// of the machine, the next opener would skip a recovery it needs. False when there was none.
+// of the machine, the next opener would skip a recovery it needs. True when there was one and
+// it still describes the database files.
 bool TakeCleanMarker(const std::string& dir) {
-  if (unlink((dir + kCleanMarker).c_str()) != 0) return false;
+  const std::string path = dir + kCleanMarker;
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[2048];
+  const ssize_t n = read(fd, buf, sizeof buf);
+  close(fd);
+  if (unlink(path.c_str()) != 0) return false;
   int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   bool durable = dfd >= 0 && fsync(dfd) == 0;
   if (dfd >= 0) close(dfd);
-  return durable;
+  const std::string expected = DatabaseIdentities(dir);
+  return durable && n > 0 && !expected.empty() &&
+         std::string_view(buf, static_cast<size_t>(n)) == expected;
 }
 
 // Each user has a file DBDIR/amino.user.PID.RANDOM from its open until its clean close: one
@@ -155,8 +185,14 @@ void MarkCleanIfLast(const std::string& dir, int users_lock_fd) {
   if (db_env_create(&env, 0) != 0) return;
   // Without DB_FORCE this fails while any process (db_stat, say) is attached.
   if (env->remove(env, dir.c_str(), 0) != 0) return;
+  const std::string identities = DatabaseIdentities(dir);
+  if (identities.empty()) return;
   int fd = open((dir + kCleanMarker).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd >= 0) close(fd);
+  if (fd < 0) return;
+  const bool written =
+      write(fd, identities.data(), identities.size()) == static_cast<ssize_t>(identities.size());
+  close(fd);
+  if (!written) unlink((dir + kCleanMarker).c_str());
 }
 
 Status CreateEnv(DB_ENV** out, size_t cache) {
@@ -201,7 +237,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, const Options
   if (stat(dir.c_str(), &st) != 0) return Status::Storage(errno, dir + ": " + std::strerror(errno));
   if (!S_ISDIR(st.st_mode)) return Status::Storage(ENOTDIR, dir + ": not a directory");
   if (!options.create) {
-    for (const char* f : {"path.db", "data.db", "orphan.db", "names.db", "xattr.db"}) {
+    for (const char* f : kDatabaseFiles) {
       if (!Exists(dir + "/" + f)) {
         return Status::Storage(ENOENT, dir + ": not an Amino file system (no " + f + ")");
       }
