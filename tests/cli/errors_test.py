@@ -45,6 +45,16 @@ class HelpAndUsageTest(clitest.TreeTestCase):
             self.assertTrue(proc.stderr.startswith(b"amino"), (args, proc.stderr))
             self.assertEqual(len(proc.stderr.splitlines()), 1, (args, proc.stderr))
 
+    def test_an_unknown_first_word_is_named(self):
+        for args, expected in [
+                (["runn", "--", "true"], "amino: unknown subcommand 'runn' (did you mean 'run'?)"),
+                (["fsk", self.tmp], "amino: unknown subcommand 'fsk' (did you mean 'fsck'?)"),
+                (["frobnicate"], "amino: unknown subcommand 'frobnicate'"),
+                (["--bogus"], "amino: unknown option '--bogus'")]:
+            proc = run(*args, check=2)
+            self.assertEqual(proc.stderr.decode().strip(),
+                             expected + " (see 'amino --help')", args)
+
 
 class MissingAndForeignDirectoriesTest(clitest.TreeTestCase):
     def host(self):
