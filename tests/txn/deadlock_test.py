@@ -9,7 +9,9 @@ does not exist). How long the two blocked writes took to return is reported.
 
 Lock timeout: under `amino run --lock-timeout L`, a transaction waiting for a lock held by a
 transaction that just sleeps gets EDEADLK after about L seconds (L = 1 and 2; between L and L +
-0.75 s), as does its commit; the sleeper commits. `amino fsck` is clean after each.
+0.75 s), as does its commit; the sleeper commits. A write outside any transaction that waits for
+a lock of its own thread's suspended transaction fails with EDEADLK after the timeout too (no
+hang), and the transaction, attached again, commits. `amino fsck` is clean after each.
 """
 
 import re
@@ -62,6 +64,18 @@ def body(args, scratch):
                                                                        timeout + 0.75, out))
         tc.say("--lock-timeout %d: %s" % (timeout, out.strip()))
         fs.fsck("the lock timeout")
+
+    # A call outside any transaction that waits for a lock nobody will release (its own
+    # thread's suspended transaction holds it) fails after the timeout instead of hanging.
+    _, out, _ = fs.run([dl, "suspended", fs.path("d")], "a plain write behind a suspended "
+                       "transaction", extra=["--lock-timeout", "1"], timeout=20)
+    m = re.search(r"failed after ([\d.]+) s", out)
+    waited = float(m.group(1)) if m else -1
+    if not 0.95 <= waited <= 1.75:
+        raise tc.Failure("the plain write behind a suspended transaction failed after %.3f s; "
+                         "expected between 0.95 and 1.75 s\n%s" % (waited, out))
+    tc.say(out.strip())
+    fs.fsck("the plain write behind a suspended transaction")
 
 
 if __name__ == "__main__":

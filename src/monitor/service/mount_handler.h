@@ -130,6 +130,7 @@ class MountHandler : public CallHandler {
   // --- mount_handler.cc
   // OnEntry for a file call, inside the caller's application transaction.
   Decision Serve(Thread& t, SyscallRegs& call);
+  Decision ServePlain(Thread& t, SyscallRegs& call);
   Decision ServeInTxn(Thread& t, SyscallRegs& call);
   Decision Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t path_addr, int flags, mode_t mode,
                 int path_arg);

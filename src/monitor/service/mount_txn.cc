@@ -50,7 +50,7 @@ Decision MountHandler::OnEntry(Thread& t, SyscallRegs& call) {
   }
   CloseDeferred();
   const uint64_t calls_before = CallsRun();
-  Decision d = txns_.Current(t.tid) == 0 ? Serve(t, call) : ServeInTxn(t, call);
+  Decision d = txns_.Current(t.tid) == 0 ? ServePlain(t, call) : ServeInTxn(t, call);
   if (external_ && MayBeObservedOutside(call)) {
     // Performed by the kernel, or by the host emulation (no schema call ran): output that
     // may depend on commits waits until they are on disk.
@@ -59,6 +59,15 @@ Decision MountHandler::OnEntry(Thread& t, SyscallRegs& call) {
                       CallsRun() == calls_before;
     if ((kernel || host) && !FlushForOutput()) return Decision::ParkInvisibly();
   }
+  return d;
+}
+
+Decision MountHandler::ServePlain(Thread& t, SyscallRegs& call) {
+  // Outside any transaction: a conflict parks the call, for no longer than the lock timeout.
+  caller_ = t.tid;
+  Decision d = Serve(t, call);
+  caller_ = 0;
+  if (d.kind != Decision::Kind::kPark) txns_.OnPlainProgress(t.tid);
   return d;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 
 #include "amino/amino.h"
 
@@ -182,6 +183,7 @@ void TxnManager::OnNewTask(pid_t parent, pid_t child, bool thread) {
 }
 
 void TxnManager::OnTaskExit(pid_t tid) {
+  plain_waits_.erase(tid);
   auto it = threads_.find(tid);
   if (it == threads_.end()) return;
   for (auto& [id, weak] : registry_) {
@@ -230,9 +232,21 @@ schema::Result<schema::Transaction*> TxnManager::ParentFor(pid_t tid, MountFs& m
 
 bool TxnManager::OnConflict(pid_t tid) {
   std::shared_ptr<UserTxn> txn = CurrentOf(tid);
-  if (!txn || !txn->txn) return false;  // a per-call transaction holds no locks while it waits
-  UserTxn& root = txn->root();
   const Clock::time_point now = Clock::now();
+  if (!txn || !txn->txn) {
+    // A per-call transaction holds no locks while it waits, so it is in no cycle the monitor
+    // can see; but what it waits for may never end (a transaction its own thread suspended,
+    // one of another `amino run` that waits for this caller). Bounded like any wait.
+    auto [entry, first] = plain_waits_.emplace(tid, now);
+    if (now - entry->second <= lock_timeout_) return false;
+    plain_waits_.erase(entry);
+    std::fprintf(stderr,
+                 "amino: thread %d waited longer than the lock timeout for a lock held by a "
+                 "transaction; its call fails with EDEADLK\n",
+                 static_cast<int>(tid));
+    return true;
+  }
+  UserTxn& root = txn->root();
   auto [entry, first] = root.waiting.emplace(tid, UserTxn::Wait{now, now});
   entry->second.last = now;
   if (root.mfs) {
@@ -279,6 +293,7 @@ bool TxnManager::DeadlockAmongWaiters(MountFs& m, UserTxn** victim) {
 }
 
 void TxnManager::OnProgress(pid_t tid) {
+  plain_waits_.erase(tid);
   if (std::shared_ptr<UserTxn> txn = CurrentOf(tid)) txn->root().waiting.erase(tid);
 }
 

@@ -85,11 +85,16 @@ class TxnManager {
   // EXDEV (bound to another mount), or the database's.
   schema::Result<schema::Transaction*> ParentFor(pid_t tid, MountFs& m);
   // A call of `tid` conflicted: true when it must fail with AMINO_EABORTED (its transaction was
-  // chosen to end a deadlock, or waited past the lock timeout); otherwise it waits (is parked).
+  // chosen to end a deadlock, or it waited past the lock timeout, in a transaction or not);
+  // otherwise it waits (is parked).
   // A doomed transaction releases its locks at once.
   bool OnConflict(pid_t tid);
   // A call of `tid` went through: it no longer waits.
   void OnProgress(pid_t tid);
+  // The same for a call made outside any transaction (cheap when nobody waits).
+  void OnPlainProgress(pid_t tid) {
+    if (!plain_waits_.empty()) plain_waits_.erase(tid);
+  }
   // `tid` opened a description (its count taken) in its current transaction.
   void NoteOpened(pid_t tid, const std::shared_ptr<ServedFile>& file);
   // Whether any user transaction is open (closes may then have to wait).
@@ -113,6 +118,8 @@ class TxnManager {
   Clock::duration lock_timeout_;
   uint64_t next_id_ = 1;
   std::unordered_map<pid_t, ThreadTxns> threads_;
+  // Since when each thread's call outside any transaction has been waiting for a lock.
+  std::unordered_map<pid_t, Clock::time_point> plain_waits_;
   std::unordered_map<uint64_t, std::weak_ptr<UserTxn>> registry_;
 };
 

@@ -19,6 +19,12 @@
 //       writes a/x, which waits for T1's lock: run with `amino run --lock-timeout L` (L < HOLD),
 //       it fails with AMINO_EABORTED after about L seconds, as does T2's commit; a/x holds T1's.
 //       Prints "timeout: the waiting write failed after <s> s".
+//   deadlock suspended DIR
+//       T begins, writes a/x and is suspended by its own thread, which then writes a/x outside
+//       any transaction: that write waits for T's lock, which nobody can release. Run with
+//       `amino run --lock-timeout L`, it fails with EDEADLK after about L seconds instead of
+//       hanging; T, attached again, commits. Prints "suspended: the plain write failed after
+//       <s> s".
 //
 // Exit status 0 when every check passed.
 #include <errno.h>
@@ -235,19 +241,43 @@ static int timeout(void) {
   return 0;
 }
 
+static int suspended(void) {
+  set_who("deadlock suspended");
+  must(write_file(at("a/x"), "x0\n"), "write", at("a/x"));
+  must(amino_begin(NULL), "amino_begin", "");
+  must(write_file(at("a/x"), "T\n"), "write", at("a/x"));
+  amino_txn_t id = 0;
+  must(amino_suspend(&id), "amino_suspend", "");
+  double t0 = now_seconds();
+  int r = write_file(at("a/x"), "plain\n");
+  double elapsed = now_seconds() - t0;
+  if (r != -EDEADLK) {
+    fail(
+        "the plain write waiting for the suspended transaction's lock gave %s after %.3f s; "
+        "expected EDEADLK",
+        r == 0 ? "success" : err_name(-r), elapsed);
+  }
+  must(amino_attach(id), "amino_attach", "the suspended transaction");
+  must(amino_commit(), "amino_commit", "the suspended transaction");
+  expect_content(at("a/x"), "T\n");
+  printf("suspended: the plain write failed after %.3f s\n", elapsed);
+  return 0;
+}
+
 int main(int argc, char** argv) {
-  if (argc == 4) set_dir(argv[2]);
+  if (argc >= 3) set_dir(argv[2]);
   if (argc == 4 && strcmp(argv[1], "setup") == 0) return setup(atoi(argv[3]));
   if (argc == 4 && strcmp(argv[1], "cycle") == 0) {
     end_with_commit = strcmp(argv[3], "commit") == 0;
     return cycle();
   }
+  if (argc == 3 && strcmp(argv[1], "suspended") == 0) return suspended();
   if (argc == 4 && strcmp(argv[1], "timeout") == 0) {
     hold = atof(argv[3]);
     return timeout();
   }
   fprintf(stderr,
           "usage: deadlock setup DIR FILLERS | deadlock cycle DIR commit|abort | deadlock "
-          "timeout DIR HOLD\n");
+          "timeout DIR HOLD | deadlock suspended DIR\n");
   return 2;
 }
