@@ -82,7 +82,8 @@ FileSystem::FileSystem(std::string dir, std::unique_ptr<Store> store)
 
 FileSystem::~FileSystem() = default;
 
-Status FileSystem::Mkfs(const std::string& dir) {
+Status FileSystem::Mkfs(const std::string& dir, const MkfsOptions& options) {
+  if ((options.mode & ~07777) != 0) return Status::Errno(EINVAL);
   AMINO_RETURN_IF_ERROR(MakeEmptyDir(dir));
   Store::Options so;
   so.create = true;
@@ -96,7 +97,9 @@ Status FileSystem::Mkfs(const std::string& dir) {
     AMINO_RETURN_IF_ERROR(
         fs.store_->Put(fs.store_->data(), t, IdKey(kSuperblockId), EncodeSuperblock(sb)));
     Attr a;
-    a.mode = S_IFDIR | 0755;
+    a.mode = S_IFDIR | (options.mode & 07777);
+    a.uid = options.uid >= 0 ? static_cast<uint32_t>(options.uid) : geteuid();
+    a.gid = options.gid >= 0 ? static_cast<uint32_t>(options.gid) : getegid();
     a.nlink = 2;
     a.atime = a.mtime = a.ctime = Now();
     PathValue pv{kRootId, a.mode, a};
