@@ -34,9 +34,10 @@ Runner AddMkfs(CLI::App& app) {
   auto mode = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand("mkfs", "Create an empty file system in DBDIR");
   cmd->footer(
-      "DBDIR must be missing or empty, its parent must exist. The root directory of the new file "
-      "system belongs to whoever runs mkfs (effective uid and gid), mode 0755, unless --owner "
-      "and --mode say otherwise.");
+      "DBDIR must be missing or empty (its parent must exist); it is made mode 0700 and its "
+      "files 0600: the database is private to its owner. The root directory of the new file system "
+      "belongs to whoever runs "
+      "mkfs (effective uid and gid), mode 0755, unless --owner and --mode say otherwise.");
   cmd->add_option("--owner", *owner, "Owner of the root directory (numeric; default: yours)")
       ->type_name("UID:GID");
   cmd->add_option("--mode", *mode, "Permission bits of the root directory, octal (default 0755)")

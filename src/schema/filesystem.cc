@@ -17,17 +17,23 @@ using internal::Ops;
 
 namespace {
 
+// The database directory: created, or an existing empty one taken, and made private to its
+// owner (0700) whatever the umask.
 Status MakeEmptyDir(const std::string& dir) {
-  if (mkdir(dir.c_str(), 0755) == 0) return Status::Ok();
-  if (errno != EEXIST) return Status::Storage(errno, dir + ": " + std::strerror(errno));
-  DIR* d = opendir(dir.c_str());
-  if (!d) return Status::Storage(errno, dir + ": " + std::strerror(errno));
-  bool empty = true;
-  while (dirent* e = readdir(d)) {
-    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) empty = false;
+  if (mkdir(dir.c_str(), 0700) != 0) {
+    if (errno != EEXIST) return Status::Storage(errno, dir + ": " + std::strerror(errno));
+    DIR* d = opendir(dir.c_str());
+    if (!d) return Status::Storage(errno, dir + ": " + std::strerror(errno));
+    bool empty = true;
+    while (dirent* e = readdir(d)) {
+      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) empty = false;
+    }
+    closedir(d);
+    if (!empty) return Status::Storage(ENOTEMPTY, dir + ": directory is not empty");
   }
-  closedir(d);
-  if (!empty) return Status::Storage(ENOTEMPTY, dir + ": directory is not empty");
+  if (chmod(dir.c_str(), 0700) != 0) {
+    return Status::Storage(errno, dir + ": " + std::strerror(errno));
+  }
   return Status::Ok();
 }
 

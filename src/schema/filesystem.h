@@ -70,8 +70,10 @@ struct OpenOptions {
 
 class FileSystem {
  public:
-  // Creates an empty file system in `dir`, which must be missing or empty. Its root directory is
-  // owned by the caller's effective uid and gid, mode 0755, unless `options` says otherwise.
+  // Creates an empty file system in `dir`, which must be missing or empty: the directory gets
+  // mode 0700 and every database file 0600 (the database is private to its owner); the root
+  // directory of the file system is owned by the caller's effective uid and gid, mode 0755,
+  // unless `options` says otherwise.
   static Status Mkfs(const std::string& dir, const MkfsOptions& options = {});
   // Opens an existing file system. Runs recovery when a previous user died; when no other
   // process has it open, also clears stale open counts and removes orphaned files
