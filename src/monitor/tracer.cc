@@ -92,6 +92,12 @@ bool Tracer::StartCommand() {
   monitor_ = getpid();
   const uint64_t me = static_cast<uint32_t>(monitor_);
   const ptrace_ext::TrapRule refusals[] = {
+      // io_uring's operations reach files with no system call to trap. ENOSYS, as on a kernel
+      // built without it, is what its users (libuv, liburing programs) take for "fall back to
+      // plain calls"; container runtimes refuse it too.
+      {SYS_io_uring_setup, false, -1, 0, 0, ENOSYS},
+      {SYS_io_uring_enter, false, -1, 0, 0, ENOSYS},
+      {SYS_io_uring_register, false, -1, 0, 0, ENOSYS},
       // Pids are ints: the kernel ignores the upper half of the register, and so does the test.
       {SYS_pidfd_open, false, 0, 0xffffffff, me, EPERM},
       {SYS_ptrace, false, 1, 0xffffffff, me, EPERM},
@@ -445,6 +451,10 @@ long Tracer::Refusal(const SyscallRegs& call) const {
     return static_cast<pid_t>(static_cast<uint32_t>(call.arg(arg))) == monitor_;
   };
   switch (call.nr()) {
+    case SYS_io_uring_setup:
+    case SYS_io_uring_enter:
+    case SYS_io_uring_register:
+      return -ENOSYS;
     case SYS_pidfd_open:
     case SYS_process_vm_readv:
     case SYS_process_vm_writev:

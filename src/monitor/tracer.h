@@ -57,7 +57,8 @@ class Tracer {
   // At a seccomp stop: whether the monitor's filter made it (and not the program's own).
   bool MonitorsStop(Thread& t);
   static bool InstallsOwnFilter(const SyscallRegs& call);
-  // Calls no traced program may make, whatever the handler: any call that takes hold of the
+  // Calls no traced program may make, whatever the handler: io_uring (its operations would
+  // reach files without a system call the monitor sees) and any call that takes hold of the
   // monitor itself (pidfd_open, ptrace, process_vm_readv/writev naming its pid). The errno to
   // fail `call` with (negative), or 0. The filter refuses them without a stop; this catches
   // them where a call stops anyway (the ptrace backend, calls a handler traps).
