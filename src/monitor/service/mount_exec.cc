@@ -8,9 +8,13 @@
 // the script stay Amino paths. The #! line is read here, interpreters are followed in turn (one
 // may be stored in a mount itself, or a script on the host may name one), and the kernel is
 // given only the last program. A set-user-ID or set-group-ID program's copy carries the stored
-// owner, group and set-id bits, so the kernel's exec changes the ids as it would natively; it
-// lies in a directory only the caller's user may search, and only a monitor running as root can
-// make it (otherwise the copy runs with the caller's ids, as on a nosuid mount).
+// owner, group, set-id bits and execute permissions, so the kernel's exec changes the ids as it
+// would natively, for those who may run the stored program; only a monitor running as root can
+// make it (otherwise the copy runs with the caller's ids, as on a nosuid mount). Nobody may keep
+// it: it lies in a directory of root's with a name nobody can guess, which nobody else may list
+// or write (no rename out); it is not writable, so protected_hardlinks refuses links to anyone
+// but its owner; and it is removed with its directory as soon as the exec is done, before the
+// new program runs (an unlinked file cannot be linked back through /proc).
 //
 // Known differences from a native exec of the same file: /proc/self/exe and AT_EXECFN name the
 // copy, and $ORIGIN in a stored program's run path is the copy's directory; a process running a
@@ -29,6 +33,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -45,6 +50,14 @@
 #include "monitor/tracee_memory.h"
 
 namespace amino::monitor::service {
+
+void RemoveProgramCopy(const std::string& path) {
+  unlink(path.c_str());
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return;
+  const std::string dir = path.substr(0, slash);
+  if (dir.compare(dir.rfind('/') + 1, 6, "setid.") == 0) rmdir(dir.c_str());
+}
 
 namespace {
 
@@ -124,7 +137,24 @@ struct SetId {
   uid_t uid = 0;
   gid_t gid = 0;
   mode_t bits = 0;  // S_ISUID, S_ISGID
+  mode_t perm = 0;  // the stored permission bits (0777)
 };
+
+// The permission bits of a set-id program's copy: the stored read and execute bits, so that the
+// kernel lets only those whom the stored file lets run it (or a descriptor of it); but when the
+// caller's permission came from a stored ACL, which the copy does not carry, 0555 as for other
+// programs (the exec permission was checked on the stored file).
+mode_t SetIdCopyMode(const SetId& s, const schema::Cred& caller) {
+  const mode_t mirrored = s.perm & 0555;
+  mode_t cls = mirrored & 0007;
+  if (caller.uid == s.uid) {
+    cls = (mirrored >> 6) & 7;
+  } else if (caller.gid == s.gid ||
+             std::find(caller.groups.begin(), caller.groups.end(), s.gid) != caller.groups.end()) {
+    cls = (mirrored >> 3) & 7;
+  }
+  return ((caller.uid == 0 || (cls & 1)) ? mirrored : 0555) | s.bits;
+}
 
 class ProgramCopies {
  public:
@@ -140,16 +170,17 @@ class ProgramCopies {
 
   // The path of a new copy of `bytes` named `name` for thread `tid`, or 0 and -errno. A
   // `setid` program's copy is owned by its stored owner and group with its set-id bits, in a
-  // directory of `caller`'s user that nobody else may search.
+  // directory of its own (RemoveProgramCopy removes both).
   int Write(pid_t tid, const std::string& name, std::string_view bytes,
-            const std::optional<SetId>& setid, uid_t caller_uid, gid_t caller_gid,
-            std::string* path) {
+            const std::optional<SetId>& setid, const schema::Cred& caller, std::string* path) {
     if (root_.empty() && !MakeRoot()) return -EACCES;
     if (++writes_ % 64 == 0) {
       // Directories of threads gone: removing a directory still in use fails harmlessly.
       std::error_code ec;
       for (const auto& e : std::filesystem::directory_iterator(root_, ec)) {
-        rmdir((e.path() / "setid").c_str());
+        for (const auto& sub : std::filesystem::directory_iterator(e.path(), ec)) {
+          if (sub.path().filename().string().starts_with("setid.")) rmdir(sub.path().c_str());
+        }
         rmdir(e.path().c_str());
       }
     }
@@ -157,11 +188,14 @@ class ProgramCopies {
     if (mkdir(dir.c_str(), 0711) != 0 && errno != EEXIST) return -errno;
     const bool keep_setid = setid && geteuid() == 0;
     if (keep_setid) {
-      // Private to the caller's user: a set-id copy must not be runnable by others.
-      dir += "/setid";
-      if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return -errno;
-      if (chown(dir.c_str(), caller_uid, caller_gid) != 0 || chmod(dir.c_str(), 0500) != 0) {
-        return -errno;
+      // Root's, unguessable, searchable only (the caller's exec must reach the copy): the
+      // caller can neither list, rename out nor unlink what is in it, nor make it writable.
+      dir += "/setid.XXXXXX";
+      if (!mkdtemp(dir.data())) return -errno;
+      if (chmod(dir.c_str(), 0711) != 0) {
+        const int err = errno;
+        rmdir(dir.c_str());
+        return -err;
       }
     }
     *path = dir + "/" + name;
@@ -178,12 +212,12 @@ class ProgramCopies {
       }
       done += static_cast<size_t>(n);
     }
-    // Anyone may run it: the exec permission was checked on the stored file. The owner changes
-    // first, since chown clears set-id bits.
+    // Anyone may run a plain copy: the exec permission was checked on the stored file. The
+    // owner changes first, since chown clears set-id bits.
     if (!err && keep_setid && fchown(fd, setid->uid, setid->gid) != 0) err = errno;
-    if (!err && fchmod(fd, 0555 | (keep_setid ? setid->bits : 0)) != 0) err = errno;
+    if (!err && fchmod(fd, keep_setid ? SetIdCopyMode(*setid, caller) : 0555) != 0) err = errno;
     close(fd);
-    if (err) unlink(path->c_str());
+    if (err) RemoveProgramCopy(*path);
     return -err;
   }
 
@@ -397,7 +431,9 @@ Decision MountHandler::Exec(Thread& t, SyscallRegs& call) {
             (st.attr.mode & S_ISUID) |
             ((st.attr.mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP) ? S_ISGID : 0);
         setid.reset();
-        if (bits) setid = SetId{st.attr.uid, st.attr.gid, bits};
+        if (bits) {
+          setid = SetId{st.attr.uid, st.attr.gid, bits, static_cast<mode_t>(st.attr.mode & 0777)};
+        }
         bytes.resize(static_cast<size_t>(size));
         n = fs.Read(txn, st.ino, 0, bytes.data(), bytes.size());
         if (!n.ok()) return n.status();
@@ -521,8 +557,8 @@ Decision MountHandler::Exec(Thread& t, SyscallRegs& call) {
   std::string copy;
   std::string exec_path;
   if (stored) {
-    if (int err = ProgramCopies::Get().Write(t.tid, BaseName(filename), bytes, setid, cred.uid,
-                                             cred.gid, &copy)) {
+    if (int err =
+            ProgramCopies::Get().Write(t.tid, BaseName(filename), bytes, setid, cred, &copy)) {
       return Decision::Emulate(err);
     }
     exec_path = copy;
@@ -534,7 +570,7 @@ Decision MountHandler::Exec(Thread& t, SyscallRegs& call) {
   SharedRegion& region = *t.proc->region;
   const uint64_t path_addr = region.Put(t.tid, 0, exec_path + '\0');
   auto fail = [&](int err) {
-    if (!copy.empty()) unlink(copy.c_str());
+    if (!copy.empty()) RemoveProgramCopy(copy);
     return Decision::Emulate(-err);
   };
   if (!path_addr) return fail(ENAMETOOLONG);

@@ -59,6 +59,10 @@ struct ServiceOptions {
   std::chrono::milliseconds lock_timeout{10000};
 };
 
+// Removes the host copy of a stored program made for an exec (mount_exec.cc), and the directory
+// of its own that a set-user-ID or set-group-ID program's copy lies in.
+void RemoveProgramCopy(const std::string& path);
+
 class MountHandler : public CallHandler {
  public:
   // `mounts`: the prepared table (mount_prepare.h).
