@@ -739,7 +739,7 @@ Decision MountHandler::Exec(Thread& t, SyscallRegs& call) {
 
   if (rs) {
     // The exec runs afresh as execveat(fd, "", ...), a host program; its exit closes the
-    // descriptor when it failed (CloseFailedExec).
+    // descriptor when it failed (MountHandler::OnExit).
     SyscallRegs with = call;
     with.regs.orig_rax = SYS_execveat;
     with.regs.rdi = static_cast<uint64_t>(exec_fd);
