@@ -87,6 +87,26 @@ bool Tracer::StartCommand() {
   // rewrite: a stop) and refused in clone3's (in memory the monitor does not write).
   rules.push_back({SYS_clone, false, 0, CLONE_UNTRACED, CLONE_UNTRACED});
   rules.push_back({SYS_clone3, notify});
+  // Refusals (see Refusal) cost nothing in the filter; a call the handler traps anyway is
+  // refused at its stop instead, since one call cannot have two unconditional actions.
+  monitor_ = getpid();
+  const uint64_t me = static_cast<uint32_t>(monitor_);
+  const ptrace_ext::TrapRule refusals[] = {
+      // io_uring's operations reach files with no system call to trap. ENOSYS, as on a kernel
+      // built without it, is what its users (libuv, liburing programs) take for "fall back to
+      // plain calls"; container runtimes refuse it too.
+      {SYS_io_uring_setup, false, -1, 0, 0, ENOSYS},
+      {SYS_io_uring_enter, false, -1, 0, 0, ENOSYS},
+      {SYS_io_uring_register, false, -1, 0, 0, ENOSYS},
+      // Pids are ints: the kernel ignores the upper half of the register, and so does the test.
+      {SYS_pidfd_open, false, 0, 0xffffffff, me, EPERM},
+      {SYS_ptrace, false, 1, 0xffffffff, me, EPERM},
+      {SYS_process_vm_readv, false, 0, 0xffffffff, me, EPERM},
+      {SYS_process_vm_writev, false, 0, 0xffffffff, me, EPERM},
+  };
+  for (const ptrace_ext::TrapRule& r : refusals) {
+    if (!trapped_.count(r.nr)) rules.push_back(r);
+  }
   int sync[2];
   if (pipe2(sync, O_CLOEXEC) != 0) return false;
   pid_t pid = fork();
@@ -130,6 +150,16 @@ bool Tracer::StartCommand() {
   if (options_.backend != Backend::kPtrace) opts |= PTRACE_O_TRACESECCOMP;
   if (Ptrace(PTRACE_SEIZE, pid, 0, opts) != 0 || Ptrace(PTRACE_INTERRUPT, pid) != 0) {
     std::fprintf(stderr, "amino run: cannot trace: %s\n", std::strerror(errno));
+    kill(pid, SIGKILL);
+    close(sync[1]);
+    return false;
+  }
+  // Not dumpable from here on: no process of the monitor's uid without CAP_SYS_PTRACE can
+  // attach to it, read or write its memory, or take its descriptors (the listener) with
+  // pidfd_getfd. Only now: the child was forked dumpable, so the monitor could seize it.
+  // Its own /proc/self entries stay readable to it (the kernel lets a thread group at itself).
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+    std::fprintf(stderr, "amino run: prctl(PR_SET_DUMPABLE): %s\n", std::strerror(errno));
     kill(pid, SIGKILL);
     close(sync[1]);
     return false;
@@ -362,6 +392,11 @@ void Tracer::OnSyscallStop(Thread& t, bool seccomp) {
       if (!KeepTraced(t, call, seccomp)) Resume(t);
       return;
     }
+    if (const long refused = Refusal(call); refused != 0) {
+      stats_.CountCall(call.nr());
+      Emulate(t, call, seccomp, refused);
+      return;
+    }
     if (!seccomp && handler_.Emulates() && InstallsOwnFilter(call)) {
       // Under PTRACE_SYSCALL the monitor acts at the entry stop, before the program's own
       // filter runs: emulated calls would bypass it. Refused rather than silently unenforced.
@@ -409,6 +444,26 @@ bool Tracer::InstallsOwnFilter(const SyscallRegs& call) {
   if (call.nr() == SYS_seccomp) return call.arg(0) == SECCOMP_SET_MODE_FILTER;
   return call.nr() == SYS_prctl && call.arg(0) == PR_SET_SECCOMP &&
          call.arg(1) == SECCOMP_MODE_FILTER;
+}
+
+long Tracer::Refusal(const SyscallRegs& call) const {
+  const auto names_monitor = [&](int arg) {
+    return static_cast<pid_t>(static_cast<uint32_t>(call.arg(arg))) == monitor_;
+  };
+  switch (call.nr()) {
+    case SYS_io_uring_setup:
+    case SYS_io_uring_enter:
+    case SYS_io_uring_register:
+      return -ENOSYS;
+    case SYS_pidfd_open:
+    case SYS_process_vm_readv:
+    case SYS_process_vm_writev:
+      return names_monitor(0) ? -EPERM : 0;
+    case SYS_ptrace:
+      return names_monitor(1) ? -EPERM : 0;
+    default:
+      return 0;
+  }
 }
 
 bool Tracer::MonitorsStop(Thread& t) {

@@ -57,6 +57,12 @@ class Tracer {
   // At a seccomp stop: whether the monitor's filter made it (and not the program's own).
   bool MonitorsStop(Thread& t);
   static bool InstallsOwnFilter(const SyscallRegs& call);
+  // Calls no traced program may make, whatever the handler: io_uring (its operations would
+  // reach files without a system call the monitor sees) and any call that takes hold of the
+  // monitor itself (pidfd_open, ptrace, process_vm_readv/writev naming its pid). The errno to
+  // fail `call` with (negative), or 0. The filter refuses them without a stop; this catches
+  // them where a call stops anyway (the ptrace backend, calls a handler traps).
+  long Refusal(const SyscallRegs& call) const;
   bool ForeignAbi(Thread& t, const SyscallRegs& call, bool seccomp);
   // Runs a call of another ABI, or fails it as the handler says.
   void OnForeignCall(Thread& t, SyscallRegs& call, bool seccomp);
@@ -88,6 +94,7 @@ class Tracer {
   ProcessTable table_;
   Stats stats_;
   pid_t root_ = -1;
+  pid_t monitor_ = -1;  // getpid() of the monitor
   int root_status_ = -1;
   std::set<long> trapped_;                    // the calls handed to the handler
   std::set<long> notified_;                   // those the filter hands over by notification

@@ -169,6 +169,10 @@ void Tracer::OnNotification() {
 }
 
 void Tracer::DispatchNotified(Thread& t, SyscallRegs& call) {
+  if (const long refused = Refusal(call); refused != 0) {
+    listener_.Reply(call.notification_id, refused);
+    return;
+  }
   if (call.nr() == SYS_clone3) {
     // CLONE_UNTRACED would let the child escape: refused, and the C library falls back to
     // clone, whose flag the monitor takes out.

@@ -53,8 +53,10 @@ std::string InstallFilter(const std::vector<TrapRule>& rules, int* listener) {
   if (rc == 0) rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
   for (const TrapRule& r : rules) {
     if (rc != 0) break;
-    const uint32_t action = r.notify ? SCMP_ACT_NOTIFY : SCMP_ACT_TRACE(kMonitorStop);
-    any_notify |= r.notify;
+    const uint32_t action = r.refuse   ? SCMP_ACT_ERRNO(static_cast<uint32_t>(r.refuse))
+                            : r.notify ? SCMP_ACT_NOTIFY
+                                       : SCMP_ACT_TRACE(kMonitorStop);
+    any_notify |= r.notify && !r.refuse;
     if (r.arg >= 0) {
       scmp_arg_cmp cmp{static_cast<unsigned>(r.arg), SCMP_CMP_MASKED_EQ, r.mask, r.value};
       rc = seccomp_rule_add_array(ctx, action, static_cast<int>(r.nr), 1, &cmp);

@@ -18,6 +18,9 @@ struct TrapRule {
   int arg = -1;
   uint64_t mask = 0;
   uint64_t value = 0;
+  // Nonzero: the call fails with this errno without reaching the monitor (SECCOMP_RET_ERRNO,
+  // which outranks every other filter's trace and notify actions).
+  int refuse = 0;
 };
 
 // PTRACE_GETEVENTMSG at a seccomp stop says whose stop it is: the monitor's filter trapped an

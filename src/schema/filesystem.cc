@@ -17,17 +17,23 @@ using internal::Ops;
 
 namespace {
 
+// The database directory: created, or an existing empty one taken, and made private to its
+// owner (0700) whatever the umask.
 Status MakeEmptyDir(const std::string& dir) {
-  if (mkdir(dir.c_str(), 0755) == 0) return Status::Ok();
-  if (errno != EEXIST) return Status::Storage(errno, dir + ": " + std::strerror(errno));
-  DIR* d = opendir(dir.c_str());
-  if (!d) return Status::Storage(errno, dir + ": " + std::strerror(errno));
-  bool empty = true;
-  while (dirent* e = readdir(d)) {
-    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) empty = false;
+  if (mkdir(dir.c_str(), 0700) != 0) {
+    if (errno != EEXIST) return Status::Storage(errno, dir + ": " + std::strerror(errno));
+    DIR* d = opendir(dir.c_str());
+    if (!d) return Status::Storage(errno, dir + ": " + std::strerror(errno));
+    bool empty = true;
+    while (dirent* e = readdir(d)) {
+      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) empty = false;
+    }
+    closedir(d);
+    if (!empty) return Status::Storage(ENOTEMPTY, dir + ": directory is not empty");
   }
-  closedir(d);
-  if (!empty) return Status::Storage(ENOTEMPTY, dir + ": directory is not empty");
+  if (chmod(dir.c_str(), 0700) != 0) {
+    return Status::Storage(errno, dir + ": " + std::strerror(errno));
+  }
   return Status::Ok();
 }
 
@@ -82,7 +88,8 @@ FileSystem::FileSystem(std::string dir, std::unique_ptr<Store> store)
 
 FileSystem::~FileSystem() = default;
 
-Status FileSystem::Mkfs(const std::string& dir) {
+Status FileSystem::Mkfs(const std::string& dir, const MkfsOptions& options) {
+  if ((options.mode & ~07777) != 0) return Status::Errno(EINVAL);
   AMINO_RETURN_IF_ERROR(MakeEmptyDir(dir));
   Store::Options so;
   so.create = true;
@@ -96,7 +103,9 @@ Status FileSystem::Mkfs(const std::string& dir) {
     AMINO_RETURN_IF_ERROR(
         fs.store_->Put(fs.store_->data(), t, IdKey(kSuperblockId), EncodeSuperblock(sb)));
     Attr a;
-    a.mode = S_IFDIR | 0755;
+    a.mode = S_IFDIR | (options.mode & 07777);
+    a.uid = options.uid >= 0 ? static_cast<uint32_t>(options.uid) : geteuid();
+    a.gid = options.gid >= 0 ? static_cast<uint32_t>(options.gid) : getegid();
     a.nlink = 2;
     a.atime = a.mtime = a.ctime = Now();
     PathValue pv{kRootId, a.mode, a};

@@ -55,6 +55,14 @@ struct OpenResult {
   bool created = false;
 };
 
+// The root directory of a new file system. uid and gid -1: the caller's effective ids, as
+// mkfs.ext4's root_owner does.
+struct MkfsOptions {
+  int64_t uid = -1;
+  int64_t gid = -1;
+  mode_t mode = 0755;  // permission bits (07777 at most)
+};
+
 struct OpenOptions {
   size_t cache_bytes = 64 << 20;  // Berkeley DB cache
   bool force_recovery = false;    // run recovery even if not needed (fails if others use it)
@@ -62,9 +70,11 @@ struct OpenOptions {
 
 class FileSystem {
  public:
-  // Creates an empty file system (root directory owned by root, mode 0755) in `dir`, which must
-  // be missing or empty.
-  static Status Mkfs(const std::string& dir);
+  // Creates an empty file system in `dir`, which must be missing or empty: the directory gets
+  // mode 0700 and every database file 0600 (the database is private to its owner); the root
+  // directory of the file system is owned by the caller's effective uid and gid, mode 0755,
+  // unless `options` says otherwise.
+  static Status Mkfs(const std::string& dir, const MkfsOptions& options = {});
   // Opens an existing file system. Runs recovery when a previous user died; when no other
   // process has it open, also clears stale open counts and removes orphaned files
   // (recovered_on_open() then says so), unless the last user closed it cleanly: with no

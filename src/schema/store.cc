@@ -21,6 +21,10 @@ namespace {
 // carry it.
 thread_local std::string last_db_message;
 
+// The database is private to its owner: its directory is 0700 (FileSystem::Mkfs) and every file
+// in it 0600, whatever the umask, since data.db and the log hold every stored file's bytes.
+constexpr int kFileMode = 0600;
+
 void CaptureMessage(const DB_ENV*, const char*, const char* msg) { last_db_message = msg; }
 
 Status Fail(int ret, const std::string& what) {
@@ -58,7 +62,7 @@ std::string TakeDbt(DBT& d) {
 // may run recovery and clean up after dead users before converting to shared (atomically).
 Result<int> LockUsers(const std::string& dir, bool* sole) {
   std::string path = dir + "/amino.lock";
-  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, kFileMode);
   if (fd < 0) return Status::Storage(errno, path + ": " + std::strerror(errno));
   struct flock fl {};
   fl.l_whence = SEEK_SET;
@@ -160,7 +164,7 @@ Result<std::string> CreateUserFile(const std::string& dir) {
     std::snprintf(name, sizeof name, "/%s%d.%08x", kUserPrefix, static_cast<int>(getpid()),
                   static_cast<unsigned>(random()));
     std::string path = dir + name;
-    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, kFileMode);
     if (fd >= 0) {
       close(fd);
       return path;
@@ -187,7 +191,7 @@ void MarkCleanIfLast(const std::string& dir, int users_lock_fd) {
   if (env->remove(env, dir.c_str(), 0) != 0) return;
   const std::string identities = DatabaseIdentities(dir);
   if (identities.empty()) return;
-  int fd = open((dir + kCleanMarker).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int fd = open((dir + kCleanMarker).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, kFileMode);
   if (fd < 0) return;
   const bool written =
       write(fd, identities.data(), identities.size()) == static_cast<ssize_t>(identities.size());
@@ -220,14 +224,45 @@ Status CreateEnv(DB_ENV** out, size_t cache) {
   env->set_lg_bsize(env, 4 << 20);
   env->set_lg_max(env, 16 << 20);
   env->set_lg_regionmax(env, 1 << 20);
+  env->set_lg_filemode(env, kFileMode);
   env->log_set_config(env, DB_LOG_AUTO_REMOVE, 1);
   env->set_tx_max(env, 1000);
   return Status::Ok();
 }
 
-bool Exists(const std::string& path) {
+// Files Berkeley DB creates with its own modes (__db.register is 0660 less the umask), and those
+// of a database made before files were private, lose every bit beyond 0600 when this process
+// owns them.
+void MakeFilesPrivate(const std::string& dir) {
+  DIR* d = opendir(dir.c_str());
+  if (!d) return;
+  while (dirent* e = readdir(d)) {
+    struct stat st;
+    if (e->d_name[0] == '.' || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 07777 & ~kFileMode) == 0) {
+      continue;
+    }
+    (void)fchmodat(dirfd(d), e->d_name, st.st_mode & kFileMode, 0);
+  }
+  closedir(d);
+}
+
+// A database this process may not use: says whose it is and what to do, instead of a bare
+// "Permission denied" or "not an Amino file system".
+Status PermissionDenied(const std::string& dir, const std::string& what, int err) {
+  std::string msg = what + ": " + std::strerror(err);
   struct stat st;
-  return stat(path.c_str(), &st) == 0;
+  if (stat(dir.c_str(), &st) == 0 && st.st_uid != geteuid()) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
+    msg += " (the database in " + dir + " belongs to uid " + std::to_string(st.st_uid) + ", mode " +
+           mode +
+           ": a database is private to its owner; use it as that user, or run 'amino run' as "
+           "root, whose monitor serves every user with the stored permissions)";
+  } else {
+    msg += " (the database's files must be readable and writable by whoever opens it)";
+  }
+  return Status::Storage(err, msg);
 }
 
 }  // namespace
@@ -238,16 +273,25 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, const Options
   if (!S_ISDIR(st.st_mode)) return Status::Storage(ENOTDIR, dir + ": not a directory");
   if (!options.create) {
     for (const char* f : kDatabaseFiles) {
-      if (!Exists(dir + "/" + f)) {
-        return Status::Storage(ENOENT, dir + ": not an Amino file system (no " + f + ")");
+      const std::string path = dir + "/" + f;
+      if (faccessat(AT_FDCWD, path.c_str(), R_OK | W_OK, AT_EACCESS) == 0) continue;
+      if (errno == EACCES || errno == EPERM || errno == EROFS) {
+        return PermissionDenied(dir, path, errno);
       }
+      return Status::Storage(ENOENT, dir + ": not an Amino file system (no " + f + ")");
     }
   }
 
   std::unique_ptr<Store> s(new Store());
   s->dir_ = dir;
   bool sole = false;
-  AMINO_ASSIGN_OR_RETURN(s->users_lock_fd_, LockUsers(dir, &sole));
+  Result<int> lock = LockUsers(dir, &sole);
+  if (!lock.ok()) {
+    const int err = lock.status().error();
+    if (err == EACCES || err == EPERM) return PermissionDenied(dir, dir + "/amino.lock", err);
+    return lock.status();
+  }
+  s->users_lock_fd_ = *lock;
   if (options.force_recovery && !sole) {
     return Status::Storage(EBUSY, dir + ": in use by another process; recovery needs it alone");
   }
@@ -271,14 +315,16 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, const Options
   if (sole && !options.create && !s->clean_start_) {
     DB_ENV* env = nullptr;
     AMINO_RETURN_IF_ERROR(CreateEnv(&env, options.cache_bytes));
-    int ret = env->open(env, dir.c_str(), flags & ~DB_REGISTER, 0644);
+    int ret = env->open(env, dir.c_str(), flags & ~DB_REGISTER, kFileMode);
     env->close(env, 0);
     if (ret != 0) return Fail(ret, dir + ": recovery");
   }
   AMINO_RETURN_IF_ERROR(CreateEnv(&s->env_, options.cache_bytes));
   DB_ENV* env = s->env_;
-  int ret = env->open(env, dir.c_str(), flags, 0644);
+  int ret = env->open(env, dir.c_str(), flags, kFileMode);
+  if (ret == EACCES || ret == EPERM) return PermissionDenied(dir, dir + ": open environment", ret);
   if (ret != 0) return Fail(ret, dir + ": open environment");
+  MakeFilesPrivate(dir);
 
   struct Spec {
     DB** handle;
@@ -300,7 +346,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, const Options
     // Page checksums: a damaged page is an error, never silently wrong data.
     db->set_flags(db, DB_CHKSUM);
     u_int32_t oflags = DB_THREAD | DB_AUTO_COMMIT | (options.create ? DB_CREATE | DB_EXCL : 0);
-    ret = db->open(db, nullptr, spec.file, nullptr, DB_BTREE, oflags, 0644);
+    ret = db->open(db, nullptr, spec.file, nullptr, DB_BTREE, oflags, kFileMode);
     if (ret != 0) return Fail(ret, dir + "/" + spec.file);
   }
   if (!options.create) {

@@ -8,15 +8,21 @@
 // the script stay Amino paths. The #! line is read here, interpreters are followed in turn (one
 // may be stored in a mount itself, or a script on the host may name one), and the kernel is
 // given only the last program. A set-user-ID or set-group-ID program's copy carries the stored
-// owner, group and set-id bits, so the kernel's exec changes the ids as it would natively; it
-// lies in a directory only the caller's user may search, and only a monitor running as root can
-// make it (otherwise the copy runs with the caller's ids, as on a nosuid mount).
+// owner, group, set-id bits and execute permissions, so the kernel's exec changes the ids as it
+// would natively, for those who may run the stored program; only a monitor running as root can
+// make it (otherwise the copy runs with the caller's ids, as on a nosuid mount). Nobody may keep
+// it: it is written in a directory of root's, mode 0700, with a name nobody can guess, opened
+// read-only by the monitor and removed with its directory before the tracee is given that
+// descriptor (close-on-exec) and made to exec it with execveat(fd, "", AT_EMPTY_PATH); a failed
+// exec closes the descriptor again. A file without a name cannot be linked back (not even
+// through /proc), and the process is named after the copy's last name, the stored one.
 //
 // Known differences from a native exec of the same file: /proc/self/exe and AT_EXECFN name the
-// copy, and $ORIGIN in a stored program's run path is the copy's directory; a process running a
-// stored script is named after its interpreter (comm), not after the script; a stored file open
-// for writing can be executed (no ETXTBSY); an interpreter named in a #! line that lies inside a
-// mount is found, which the kernel could not do.
+// copy (a set-id program's AT_EXECFN is /dev/fd/N, its /proc/self/exe ends in "(deleted)"), and
+// $ORIGIN in a stored program's run path is the copy's directory; a process running a stored script
+// is named after its interpreter (comm), not after the script; a stored file open for writing can
+// be executed (no ETXTBSY); an interpreter named in a #! line that lies inside a mount is found,
+// which the kernel could not do.
 //
 // mmap. MAP_PRIVATE mappings are anonymous memory filled with the file's bytes: a copy, not
 // coherent with later writes to the file (a private mapping may differ there natively too, once
@@ -24,11 +30,13 @@
 // past the last page. MAP_SHARED mappings map the file's mapping file (shared_mappings.h).
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -45,6 +53,14 @@
 #include "monitor/tracee_memory.h"
 
 namespace amino::monitor::service {
+
+void RemoveProgramCopy(const std::string& path) {
+  unlink(path.c_str());
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return;
+  const std::string dir = path.substr(0, slash);
+  if (dir.compare(dir.rfind('/') + 1, 6, "setid.") == 0) rmdir(dir.c_str());
+}
 
 namespace {
 
@@ -124,7 +140,24 @@ struct SetId {
   uid_t uid = 0;
   gid_t gid = 0;
   mode_t bits = 0;  // S_ISUID, S_ISGID
+  mode_t perm = 0;  // the stored permission bits (0777)
 };
+
+// The permission bits of a set-id program's copy: the stored read and execute bits, so that the
+// kernel lets only those whom the stored file lets run it (or a descriptor of it); but when the
+// caller's permission came from a stored ACL, which the copy does not carry, 0555 as for other
+// programs (the exec permission was checked on the stored file).
+mode_t SetIdCopyMode(const SetId& s, const schema::Cred& caller) {
+  const mode_t mirrored = s.perm & 0555;
+  mode_t cls = mirrored & 0007;
+  if (caller.uid == s.uid) {
+    cls = (mirrored >> 6) & 7;
+  } else if (caller.gid == s.gid ||
+             std::find(caller.groups.begin(), caller.groups.end(), s.gid) != caller.groups.end()) {
+    cls = (mirrored >> 3) & 7;
+  }
+  return ((caller.uid == 0 || (cls & 1)) ? mirrored : 0555) | s.bits;
+}
 
 class ProgramCopies {
  public:
@@ -140,16 +173,17 @@ class ProgramCopies {
 
   // The path of a new copy of `bytes` named `name` for thread `tid`, or 0 and -errno. A
   // `setid` program's copy is owned by its stored owner and group with its set-id bits, in a
-  // directory of `caller`'s user that nobody else may search.
+  // directory of its own (RemoveProgramCopy removes both).
   int Write(pid_t tid, const std::string& name, std::string_view bytes,
-            const std::optional<SetId>& setid, uid_t caller_uid, gid_t caller_gid,
-            std::string* path) {
+            const std::optional<SetId>& setid, const schema::Cred& caller, std::string* path) {
     if (root_.empty() && !MakeRoot()) return -EACCES;
     if (++writes_ % 64 == 0) {
       // Directories of threads gone: removing a directory still in use fails harmlessly.
       std::error_code ec;
       for (const auto& e : std::filesystem::directory_iterator(root_, ec)) {
-        rmdir((e.path() / "setid").c_str());
+        for (const auto& sub : std::filesystem::directory_iterator(e.path(), ec)) {
+          if (sub.path().filename().string().starts_with("setid.")) rmdir(sub.path().c_str());
+        }
         rmdir(e.path().c_str());
       }
     }
@@ -157,12 +191,10 @@ class ProgramCopies {
     if (mkdir(dir.c_str(), 0711) != 0 && errno != EEXIST) return -errno;
     const bool keep_setid = setid && geteuid() == 0;
     if (keep_setid) {
-      // Private to the caller's user: a set-id copy must not be runnable by others.
-      dir += "/setid";
-      if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return -errno;
-      if (chown(dir.c_str(), caller_uid, caller_gid) != 0 || chmod(dir.c_str(), 0500) != 0) {
-        return -errno;
-      }
+      // Root's, mode 0700, unguessable: only the monitor opens the copy, and removes it with
+      // the directory before the tracee is given a descriptor of it (see PassDescriptor).
+      dir += "/setid.XXXXXX";
+      if (!mkdtemp(dir.data())) return -errno;
     }
     *path = dir + "/" + name;
     unlink(path->c_str());  // a copy an exec left behind (a thread that exec'd and changed id)
@@ -178,12 +210,12 @@ class ProgramCopies {
       }
       done += static_cast<size_t>(n);
     }
-    // Anyone may run it: the exec permission was checked on the stored file. The owner changes
-    // first, since chown clears set-id bits.
+    // Anyone may run a plain copy: the exec permission was checked on the stored file. The
+    // owner changes first, since chown clears set-id bits.
     if (!err && keep_setid && fchown(fd, setid->uid, setid->gid) != 0) err = errno;
-    if (!err && fchmod(fd, 0555 | (keep_setid ? setid->bits : 0)) != 0) err = errno;
+    if (!err && fchmod(fd, keep_setid ? SetIdCopyMode(*setid, caller) : 0555) != 0) err = errno;
     close(fd);
-    if (err) unlink(path->c_str());
+    if (err) RemoveProgramCopy(*path);
     return -err;
   }
 
@@ -210,6 +242,86 @@ class ProgramCopies {
   std::string root_;
   uint64_t writes_ = 0;
 };
+
+// Gives the stopped tracee `fd` (close-on-exec) and returns its number there, or -errno: the
+// tracee makes a socket pair, the monitor takes one end with pidfd_getfd and sends `fd` through
+// it, the tracee receives it on the other end and closes both. The tracee's buffers lie on its
+// stack below the red zone (the region is not the tracee's to write).
+uint64_t MappingStart(pid_t tid, uint64_t addr);
+
+long PassDescriptor(RemoteSyscalls& rs, Thread& t, int fd) {
+  constexpr size_t kPair = 0, kMsg = 16, kIov = kMsg + sizeof(msghdr), kByte = kIov + 16,
+                   kCtl = kByte + 16, kCtlLen = CMSG_SPACE(sizeof(int)), kSize = kCtl + kCtlLen;
+  const uint64_t rsp = rs.saved().regs.rsp;
+  const uint64_t base = (rsp - kRedZone - kSize) & ~uint64_t{15};
+  const uint64_t low = MappingStart(t.tid, rsp - 1);
+  if (!low || base < low) return -ENOMEM;
+  const uint64_t pair = base + kPair;
+  long r = rs.Call(SYS_socketpair, AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair);
+  if (r < 0) return r;
+  int sv[2];
+  if (ReadMemory(*t.proc, pair, sv, sizeof sv) != 0) return -EFAULT;
+  auto close_pair = [&] {
+    rs.Call(SYS_close, static_cast<uint64_t>(sv[0]));
+    rs.Call(SYS_close, static_cast<uint64_t>(sv[1]));
+  };
+  {
+    host::ScopedFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, t.proc->tgid, 0)));
+    host::ScopedFd end(
+        pidfd.get() < 0 ? -1 : static_cast<int>(syscall(SYS_pidfd_getfd, pidfd.get(), sv[0], 0)));
+    if (end.get() < 0) {
+      const int err = errno;
+      close_pair();
+      return -err;
+    }
+    char byte = 0;
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char ctl[kCtlLen] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = ctl;
+    msg.msg_controllen = sizeof ctl;
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    if (sendmsg(end.get(), &msg, MSG_DONTWAIT) != 1) {
+      const int err = errno;
+      close_pair();
+      return -err;
+    }
+  }
+  // The tracee's recvmsg: msghdr, iovec, one byte and the control buffer.
+  msghdr msg{};
+  msg.msg_iov = reinterpret_cast<iovec*>(base + kIov);
+  msg.msg_iovlen = 1;
+  msg.msg_control = reinterpret_cast<void*>(base + kCtl);
+  msg.msg_controllen = kCtlLen;
+  const uint64_t iov[2] = {base + kByte, 1};
+  std::string blob(kSize - kMsg, '\0');
+  std::memcpy(blob.data(), &msg, sizeof msg);
+  std::memcpy(blob.data() + (kIov - kMsg), iov, sizeof iov);
+  if (WriteMemory(*t.proc, base + kMsg, blob.data(), blob.size()) != 0) {
+    close_pair();
+    return -EFAULT;
+  }
+  r = rs.Call(SYS_recvmsg, static_cast<uint64_t>(sv[1]), base + kMsg,
+              MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+  close_pair();
+  if (r != 1) return r < 0 ? r : -EIO;
+  alignas(cmsghdr) char ctl[kCtlLen];
+  if (ReadMemory(*t.proc, base + kCtl, ctl, sizeof ctl) != 0) return -EFAULT;
+  const cmsghdr* c = reinterpret_cast<const cmsghdr*>(ctl);
+  if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+      c->cmsg_len != CMSG_LEN(sizeof(int))) {
+    return -EIO;
+  }
+  int got;
+  std::memcpy(&got, CMSG_DATA(c), sizeof got);
+  return got;
+}
 
 // The last component of `path`, as the kernel names a process after the file it runs.
 std::string BaseName(const std::string& path) {
@@ -339,6 +451,21 @@ Decision MountHandler::Exec(Thread& t, SyscallRegs& call) {
   const uint64_t argv_addr = call.arg(path_arg + 1);
   const uint64_t envp_addr = call.arg(path_arg + 2);
   const int flags = at ? static_cast<int>(call.arg(4)) : 0;
+  if (auto it = exec_fds_.find(t.tid); it != exec_fds_.end()) {
+    const ExecFd passed = it->second;
+    exec_fds_.erase(it);
+    if (at && dirfd == passed.fd && flags == AT_EMPTY_PATH) {
+      // The exec of a set-id copy by descriptor: at its exit, the descriptor is closed and the
+      // program's own registers put back if it failed (a successful one closed it,
+      // close-on-exec).
+      Pending p;
+      p.kind = Pending::Kind::kExec;
+      p.original = passed.original;
+      p.old_fd = passed.fd;
+      pending_[t.tid] = std::move(p);
+      return Decision::ObserveExit();
+    }
+  }
   // Malformed calls fail the same way whatever the path: the kernel's to refuse.
   if (flags & ~(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW)) return Decision::Pass();
   std::string path;
@@ -397,7 +524,9 @@ Decision MountHandler::Exec(Thread& t, SyscallRegs& call) {
             (st.attr.mode & S_ISUID) |
             ((st.attr.mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP) ? S_ISGID : 0);
         setid.reset();
-        if (bits) setid = SetId{st.attr.uid, st.attr.gid, bits};
+        if (bits) {
+          setid = SetId{st.attr.uid, st.attr.gid, bits, static_cast<mode_t>(st.attr.mode & 0777)};
+        }
         bytes.resize(static_cast<size_t>(size));
         n = fs.Read(txn, st.ino, 0, bytes.data(), bytes.size());
         if (!n.ok()) return n.status();
@@ -520,12 +649,33 @@ Decision MountHandler::Exec(Thread& t, SyscallRegs& call) {
 
   std::string copy;
   std::string exec_path;
+  // A set-id copy is never named to the tracee: it is exec'd through a descriptor of it, given
+  // to the tracee once the copy has no name left (execveat with AT_EMPTY_PATH), so nobody can
+  // rename, link or open it meanwhile. The tracee's other threads could take that descriptor
+  // until the exec ends them, which is worth what a descriptor of the stored file would be: the
+  // copy's permission bits are the stored ones.
+  std::optional<RemoteSyscalls> rs;
+  long exec_fd = -1;
   if (stored) {
-    if (int err = ProgramCopies::Get().Write(t.tid, BaseName(filename), bytes, setid, cred.uid,
-                                             cred.gid, &copy)) {
+    if (int err =
+            ProgramCopies::Get().Write(t.tid, BaseName(filename), bytes, setid, cred, &copy)) {
       return Decision::Emulate(err);
     }
     exec_path = copy;
+    if (setid && geteuid() == 0) {
+      host::ScopedFd program(open(copy.c_str(), O_RDONLY | O_CLOEXEC));
+      const int err = errno;
+      RemoveProgramCopy(copy);
+      copy.clear();
+      if (program.get() < 0) return Decision::Emulate(-err);
+      rs.emplace(t, call, false, exit_sink_, listener_);
+      exec_fd = PassDescriptor(*rs, t, program.get());
+      if (exec_fd < 0) {
+        rs->ReturnFromCall(exec_fd == -ESRCH ? -ENOMEM : exec_fd);
+        return Decision::Restart();
+      }
+      exec_path.clear();
+    }
   } else if (target.kind == Target::Kind::kSubstitute) {
     exec_path = target.path;
   } else {
@@ -534,7 +684,12 @@ Decision MountHandler::Exec(Thread& t, SyscallRegs& call) {
   SharedRegion& region = *t.proc->region;
   const uint64_t path_addr = region.Put(t.tid, 0, exec_path + '\0');
   auto fail = [&](int err) {
-    if (!copy.empty()) unlink(copy.c_str());
+    if (!copy.empty()) RemoveProgramCopy(copy);
+    if (rs) {
+      rs->Call(SYS_close, static_cast<uint64_t>(exec_fd));
+      rs->ReturnFromCall(-err);
+      return Decision::Restart();
+    }
     return Decision::Emulate(-err);
   };
   if (!path_addr) return fail(ENAMETOOLONG);
@@ -582,6 +737,20 @@ Decision MountHandler::Exec(Thread& t, SyscallRegs& call) {
     }
   }
 
+  if (rs) {
+    // The exec runs afresh as execveat(fd, "", ...), a host program; its exit closes the
+    // descriptor when it failed (MountHandler::OnExit).
+    SyscallRegs with = call;
+    with.regs.orig_rax = SYS_execveat;
+    with.regs.rdi = static_cast<uint64_t>(exec_fd);
+    with.regs.rsi = path_addr;
+    with.regs.rdx = new_argv;
+    with.regs.r10 = envp_addr;
+    with.regs.r8 = AT_EMPTY_PATH;
+    exec_fds_[t.tid] = ExecFd{static_cast<int>(exec_fd), call};
+    rs->FinishWith(with);
+    return Decision::Restart();
+  }
   Pending p;
   p.kind = Pending::Kind::kExec;  // at the exit: the copy removed, registers back on failure
   p.original = call;

@@ -682,8 +682,14 @@ void MountHandler::OnExit(Thread& t, SyscallRegs& call) {
       }
       break;
     case Pending::Kind::kExec:
-      if (!p.temp_path.empty()) unlink(p.temp_path.c_str());
+      if (!p.temp_path.empty()) RemoveProgramCopy(p.temp_path);
       if (r == 0) return;  // a new image: its registers are the new program's
+      if (p.old_fd >= 0) {
+        // A failed exec of a set-id copy by descriptor: the tracee keeps no descriptor of it.
+        RemoteSyscalls rs(t, call, true, exit_sink_, listener_);
+        rs.Call(SYS_close, static_cast<uint64_t>(p.old_fd));
+        rs.Restore();
+      }
       break;
     case Pending::Kind::kRestore:
       if (auto node = std::dynamic_pointer_cast<NodeFile>(p.file); node && r >= 0) {
@@ -705,7 +711,12 @@ void MountHandler::OnExit(Thread& t, SyscallRegs& call) {
 
 void MountHandler::OnTaskExit(Thread& t) {
   host_.OnTaskExit(t);
-  pending_.erase(t.tid);
+  exec_fds_.erase(t.tid);
+  if (auto it = pending_.find(t.tid); it != pending_.end()) {
+    // A thread killed in an exec leaves no copy of the program behind.
+    if (!it->second.temp_path.empty()) RemoveProgramCopy(it->second.temp_path);
+    pending_.erase(it);
+  }
   fifo_waits_.erase(t.tid);
   if (t.tid == t.proc->tgid) ReleaseProcessLocks(t.tid, nullptr);
   txns_.OnTaskExit(t.tid);  // detaches: a transaction no one holds any more is aborted

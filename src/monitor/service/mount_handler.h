@@ -59,6 +59,10 @@ struct ServiceOptions {
   std::chrono::milliseconds lock_timeout{10000};
 };
 
+// Removes the host copy of a stored program made for an exec (mount_exec.cc), and the directory
+// of its own that a set-user-ID or set-group-ID program's copy lies in.
+void RemoveProgramCopy(const std::string& path);
+
 class MountHandler : public CallHandler {
  public:
   // `mounts`: the prepared table (mount_prepare.h).
@@ -126,6 +130,13 @@ class MountHandler : public CallHandler {
     std::string dir_last;  // kVirtualChdir: the directory's last path (it may have none now)
     std::string temp_path;
   };
+  // Threads given a descriptor of a set-id program's copy to exec (mount_exec.cc): its number,
+  // and the registers of the exec call as the program made it.
+  struct ExecFd {
+    int fd = -1;
+    SyscallRegs original;
+  };
+  std::unordered_map<pid_t, ExecFd> exec_fds_;
 
   // --- mount_handler.cc
   // OnEntry for a file call, inside the caller's application transaction.
