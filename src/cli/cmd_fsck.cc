@@ -45,6 +45,7 @@ Runner AddFsck(CLI::App& app) {
       std::cout << v.invariant << ": " << Printable(v.detail) << "\n";
     }
     if (!violations->empty()) {
+      schema::Store::NoteDamage();
       std::cout.flush();
       std::cerr << "amino fsck: " << Printable(*dir) << ": " << violations->size() << " violation"
                 << (violations->size() == 1 ? "" : "s") << std::endl;

@@ -27,11 +27,16 @@ constexpr int kFileMode = 0600;
 
 void CaptureMessage(const DB_ENV*, const char*, const char* msg) { last_db_message = msg; }
 
+// Storage failures and damage seen by this process: a file system in which any was seen is
+// not marked clean at close (its next opener recovers, and meets the damage at once).
+std::atomic<uint64_t> g_damage_seen{0};
+
 Status Fail(int ret, const std::string& what) {
   std::string msg = what + ": " + db_strerror(ret);
   if (!last_db_message.empty()) msg += " (" + last_db_message + ")";
   last_db_message.clear();
   if (ret == DB_LOCK_DEADLOCK || ret == DB_LOCK_NOTGRANTED) return Status::Conflict(msg);
+  g_damage_seen.fetch_add(1, std::memory_order_relaxed);
   return Status::Storage(ret > 0 ? ret : EIO, msg);
 }
 
@@ -284,6 +289,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, const Options
 
   std::unique_ptr<Store> s(new Store());
   s->dir_ = dir;
+  s->damage_at_open_ = g_damage_seen.load();
   bool sole = false;
   Result<int> lock = LockUsers(dir, &sole);
   if (!lock.ok()) {
@@ -363,7 +369,8 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, const Options
 Store::~Store() {
   bool clean = false;
   if (env_) {
-    clean = data_ && Checkpoint().ok() && opens_held_.load() == 0;
+    clean = data_ && Checkpoint().ok() && opens_held_.load() == 0 &&
+            g_damage_seen.load() == damage_at_open_;
     for (DB* db : {path_, data_, orphan_, names_, xattr_}) {
       if (db && db->close(db, 0) != 0) clean = false;
     }
@@ -389,6 +396,8 @@ Result<std::optional<std::string>> Store::Get(DB* db, DB_TXN* txn, std::string_v
 namespace {
 std::atomic<uint64_t> g_writes{0};
 }  // namespace
+
+void Store::NoteDamage() { g_damage_seen.fetch_add(1, std::memory_order_relaxed); }
 
 uint64_t Store::WritesMade() { return g_writes.load(std::memory_order_relaxed); }
 

@@ -56,6 +56,9 @@ class Store {
   // How many writes (puts and deletes) every store of the process has made so far: a caller
   // that compares it before and after an operation knows whether the operation changed anything.
   static uint64_t WritesMade();
+  // Says that damage was found (fsck's violations, a record that does not decode): the file
+  // system is then not marked clean at close. Failures of Berkeley DB calls count already.
+  static void NoteDamage();
 
   Status Checkpoint();
   // Called after each top-level commit with the open descriptions it counted (net);
@@ -74,6 +77,7 @@ class Store {
   int users_lock_fd_ = -1;
   bool sole_user_ = false;
   bool clean_start_ = false;
+  uint64_t damage_at_open_ = 0;
   std::atomic<uint32_t> commits_since_checkpoint_{0};
   // Open descriptions this process has counted in the schema and not yet released.
   std::atomic<int64_t> opens_held_{0};
