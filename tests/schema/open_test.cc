@@ -5,6 +5,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <iterator>
+
 #include "fs_test.h"
 
 namespace amino::schema::testing {
@@ -186,6 +189,27 @@ TEST_F(OpenTest, ACleanCloseLetsTheNextOpenSkipRecovery) {
   // While in use the file system is not marked clean: a crash now must be recovered from.
   struct stat st;
   EXPECT_NE(::stat((db_->path() + "/fs/amino.clean").c_str(), &st), 0);
+}
+
+TEST_F(OpenTest, AMarkerFromAnotherBootOrOtherFilesIsNotTrusted) {
+  ASSERT_TRUE(root().WriteFile("/f", "data").ok());
+  const std::string marker = db_->path() + "/fs/amino.clean";
+  for (const std::string& from : {std::string("boot "), std::string("data.db ")}) {
+    fs_.reset();  // closed cleanly: the marker names this boot and these files
+    std::string text;
+    {
+      std::ifstream in(marker);
+      ASSERT_TRUE(in.good());
+      text.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    const size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << text;
+    text[at + from.size()] = text[at + from.size()] == '1' ? '2' : '1';  // another boot, inode
+    std::ofstream(marker, std::ios::trunc) << text;
+    Reopen();
+    EXPECT_TRUE(fs_->recovered_on_open()) << "trusted a marker with another " << from;
+    EXPECT_EQ(*root().ReadFile("/f"), "data");
+  }
 }
 
 TEST_F(OpenTest, OpensLeftCountedAtCloseMakeTheNextOpenRecover) {
