@@ -77,6 +77,12 @@ def body(args, scratch):
         time.sleep(0.01)
     mc.kill_group(proc.pid)
     proc.wait()
+    # The writers die on their own time: one may still finish the rename it was making.
+    deadline = time.monotonic() + 10
+    while mc.group_alive(proc.pid):
+        if time.monotonic() > deadline:
+            raise mc.Failure("native crashload writers still alive 10 s after SIGKILL")
+        time.sleep(0.01)
     ok, text = check_native(host, log)
     if not ok:
         raise mc.Failure("native crashload check failed on a correct run:\n" + text)
