@@ -64,8 +64,8 @@ struct MkfsOptions {
 };
 
 struct OpenOptions {
-  size_t cache_bytes = 64 << 20;  // Berkeley DB cache
-  bool force_recovery = false;    // run recovery even if not needed (fails if others use it)
+  size_t cache_bytes = 128 << 20;  // Berkeley DB cache (see Store::Options)
+  bool force_recovery = false;     // run recovery even if not needed (fails if others use it)
 };
 
 class FileSystem {

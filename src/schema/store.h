@@ -17,9 +17,9 @@ namespace amino::schema {
 class Store {
  public:
   struct Options {
-    bool create = false;  // create the environment and databases (mkfs)
-    size_t cache_bytes = 64 << 20;
-    bool force_recovery = false;  // run recovery even if another process seems alive
+    bool create = false;             // create the environment and databases (mkfs)
+    size_t cache_bytes = 128 << 20;  // the monitor's size too: the first opener sets it
+    bool force_recovery = false;     // run recovery even if another process seems alive
   };
   // Opens the environment in `dir`. When no other process has it open, runs recovery and says
   // so through sole_user(); the caller then clears state left by dead processes.
