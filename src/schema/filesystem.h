@@ -76,7 +76,8 @@ class FileSystem {
   // unless `options` says otherwise.
   static Status Mkfs(const std::string& dir, const MkfsOptions& options = {});
   // Opens an existing file system. Runs recovery when a previous user died; when no other
-  // process has it open, also clears stale open counts and removes orphaned files
+  // process has it open, also removes orphaned files (and clears stale open counts of older
+  // databases)
   // (recovered_on_open() then says so), unless the last user closed it cleanly: with no
   // transaction and no open description left (see Store::clean_start()).
   static Result<std::unique_ptr<FileSystem>> Open(const std::string& dir,
@@ -191,6 +192,7 @@ class FileSystem {
   FileSystem(std::string dir, std::unique_ptr<Store> store);
   std::string dir_;
   std::unique_ptr<Store> store_;
+  Status Hold(Transaction& txn, FileId id);
   bool recovered_on_open_ = false;
   friend class Impl;
 };

@@ -167,7 +167,13 @@ Status Ops::RemoveName(DB_TXN* t, Node& n, std::string_view path, const timespec
     n.pv = *pv;
     return PutInode(t, n.id, n.iv);
   }
-  if (n.iv.open_count > 0) {
+  // Asked with the record taken for writing (open_holds.h).
+  AMINO_RETURN_IF_ERROR(s_.Get(s_.data(), t, IdKey(n.id), DB_RMW).status());
+  AMINO_ASSIGN_OR_RETURN(bool held, s_.holds().Held(n.id));
+  if (held) {
+    // Open somewhere: an orphan until the last close (open_count marks it for fsck and for
+    // the clean-up after users that died).
+    n.iv.open_count = 1;
     n.iv.dlmd.reset();
     n.where = Node::Where::kOrphan;
     n.path.clear();
@@ -257,6 +263,7 @@ Status AddName(Ops& ops, DB_TXN* t, const Cred& c, Node old, std::string_view ne
     // Its first name: the metadata moves from the Orphan record to the Path record.
     AMINO_RETURN_IF_ERROR(ops.store().Del(ops.store().orphan(), t, IdKey(old.id)));
     old.iv.link_count = 1;
+    old.iv.open_count = 0;  // only orphans are marked open
     old.attr.nlink = 1;
     old.attr.ctime = now;
     AMINO_RETURN_IF_ERROR(ops.PutInode(t, old.id, old.iv));
@@ -597,24 +604,35 @@ Status FileSystem::Rename(Transaction& txn, const Cred& c, std::string_view oldp
   return ops.TouchDir(t, ro.parent, old_delta + new_delta, now);
 }
 
+// An open description holds its file (open_holds.h): nothing is written.
+Status FileSystem::Hold(Transaction& txn, FileId id) {
+  if (txn.nested()) {
+    // Inside an application transaction the open takes the file's record for writing until
+    // the transaction ends, as a written open count did: transactions that open one file take
+    // turns. Otherwise readers that keep their transactions open could hold off a writer
+    // forever (a call that meets a lock does not queue for it: the monitor retries it later).
+    AMINO_RETURN_IF_ERROR(store_->Get(store_->data(), txn.raw(), IdKey(id), DB_RMW).status());
+  }
+  AMINO_RETURN_IF_ERROR(store_->holds().Acquire(id));
+  txn.NoteHold(id, 1);
+  return Status::Ok();
+}
+
 Result<OpenResult> FileSystem::Open(Transaction& txn, const Cred& c, std::string_view path,
                                     int flags, mode_t mode, mode_t umask) {
   DB_TXN* t = txn.raw();
   Ops ops(*store_);
   if ((flags & O_TMPFILE) == O_TMPFILE) {
     AMINO_ASSIGN_OR_RETURN(OpenResult out, OpenUnnamed(ops, t, c, path, flags, mode, umask));
-    txn.CountOpens(1);
+    AMINO_RETURN_IF_ERROR(Hold(txn, out.id));
     return out;
   }
   if (flags & O_PATH) {
-    // A handle, counted as an open description like any other (fstat of it after the file's
-    // last name is gone still works): only the walk's search permission is needed.
+    // A handle, held like any other open description (fstat of it after the file's last name
+    // is gone still works): only the walk's search permission is needed.
     AMINO_ASSIGN_OR_RETURN(Node n, ops.ResolveExisting(t, c, path, !(flags & O_NOFOLLOW)));
     if ((flags & O_DIRECTORY) && !n.is_dir()) return Status::Errno(ENOTDIR);
-    AMINO_ASSIGN_OR_RETURN(n.iv, ops.GetInode(t, n.id));
-    n.iv.open_count++;
-    AMINO_RETURN_IF_ERROR(ops.PutInode(t, n.id, n.iv));
-    txn.CountOpens(1);
+    AMINO_RETURN_IF_ERROR(Hold(txn, n.id));
     return OpenResult{n.id, Stat{n.id, n.attr}, false};
   }
   const bool creat = flags & O_CREAT;
@@ -648,38 +666,39 @@ Result<OpenResult> FileSystem::Open(Transaction& txn, const Cred& c, std::string
     }
   }
   Node& n = *r.node;
-  if (n.where == Node::Where::kPlmd) {
-    AMINO_ASSIGN_OR_RETURN(n.iv, ops.GetInode(t, n.id));
-  }
-  n.iv.open_count++;
-  AMINO_RETURN_IF_ERROR(ops.PutInode(t, n.id, n.iv));
-  txn.CountOpens(1);
+  AMINO_RETURN_IF_ERROR(Hold(txn, n.id));
   out.id = n.id;
   out.stat = Stat{n.id, n.attr};
   return out;
 }
 
 Status FileSystem::Close(Transaction& txn, FileId id) {
+  // The hold is given up only after the file's record is read, and so locked until this
+  // transaction ends; the question whether anyone else holds it is asked with the record taken
+  // for writing (open_holds.h).
   DB_TXN* t = txn.raw();
+  AMINO_ASSIGN_OR_RETURN(std::optional<std::string> raw, store_->Get(store_->data(), t, IdKey(id)));
+  InodeValue iv;
+  if (raw && !DecodeInodeValue(*raw, &iv)) return Status::Storage(EUCLEAN, "damaged Data record");
+  const bool nameless = raw && iv.link_count == 0;
+  if (nameless) {
+    AMINO_RETURN_IF_ERROR(store_->Get(store_->data(), t, IdKey(id), DB_RMW).status());
+  }
+  if (!store_->holds().Release(id)) return Status::Errno(EBADF);
+  txn.NoteHold(id, -1);
+  if (!nameless) return Status::Ok();  // named, or freed already, or its creation was undone
+  AMINO_ASSIGN_OR_RETURN(bool held, store_->holds().Held(id));
+  if (held) return Status::Ok();
   Ops ops(*store_);
-  AMINO_ASSIGN_OR_RETURN(std::optional<InodeValue> found, ops.FindInode(t, id));
-  if (!found || found->open_count == 0) return Status::Errno(EBADF);
-  InodeValue iv = *found;
-  iv.open_count--;
-  txn.CountOpens(-1);
-  if (iv.open_count == 0 && iv.link_count == 0) return ops.FreeFile(t, id);
-  return ops.PutInode(t, id, iv);
+  return ops.FreeFile(t, id);
 }
 
 Status FileSystem::Reopen(Transaction& txn, FileId id) {
   DB_TXN* t = txn.raw();
   Ops ops(*store_);
   AMINO_ASSIGN_OR_RETURN(std::optional<InodeValue> found, ops.FindInode(t, id));
-  if (!found || (found->open_count == 0 && found->link_count == 0)) return Status::Errno(ESTALE);
-  InodeValue iv = *found;
-  iv.open_count++;
-  txn.CountOpens(1);
-  return ops.PutInode(t, id, iv);
+  if (!found) return Status::Errno(ESTALE);
+  return Hold(txn, id);
 }
 
 Result<std::vector<DirEntry>> FileSystem::ReadDir(Transaction& txn, FileId dir,

@@ -66,8 +66,11 @@ struct PathValue {
 };
 
 struct InodeValue {
-  uint32_t link_count = 0;   // names in the Path db (1 for a directory)
-  uint32_t open_count = 0;   // open file descriptions in live processes
+  uint32_t link_count = 0;  // names in the Path db (1 for a directory)
+  // 1 for an orphan (no name, open somewhere), else 0. Open descriptions themselves are
+  // holds, locks in the environment (open_holds.h); databases written before that may hold
+  // stale counts on named files, which mean nothing.
+  uint32_t open_count = 0;
   std::optional<Attr> dlmd;  // present exactly when link_count > 1
 };
 

@@ -339,6 +339,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, const Options
   int ret = env->open(env, dir.c_str(), flags, kFileMode);
   if (ret == EACCES || ret == EPERM) return PermissionDenied(dir, dir + ": open environment", ret);
   if (ret != 0) return Fail(ret, dir + ": open environment");
+  s->holds_ = std::make_unique<OpenHolds>(env);
   MakeFilesPrivate(dir);
 
   struct Spec {
@@ -378,8 +379,11 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, const Options
 Store::~Store() {
   bool clean = false;
   if (env_) {
-    clean = data_ && Checkpoint().ok() && opens_held_.load() == 0 &&
+    // A file still held open here is released below; if it has no name left it stays an
+    // orphan, which only the scan of a recovering opener frees.
+    clean = data_ && Checkpoint().ok() && (!holds_ || holds_->files() == 0) &&
             g_damage_seen.load() == damage_at_open_;
+    if (holds_) holds_->Clear();
     for (DB* db : {path_, data_, orphan_, names_, xattr_}) {
       if (db && db->close(db, 0) != 0) clean = false;
     }
@@ -457,8 +461,7 @@ Status Store::Checkpoint() {
   return ret == 0 ? Status::Ok() : Fail(ret, "log_archive");
 }
 
-void Store::NoteTopLevelCommit(int64_t opens) {
-  if (opens != 0) opens_held_.fetch_add(opens, std::memory_order_relaxed);
+void Store::NoteTopLevelCommit() {
   // A checkpoint only when 64 MiB of log accumulated; asked every 256 commits to keep it cheap.
   // A checkpoint writes (and checksums) every dirty page, so its cost is the cache's dirty
   // working set: rarer checkpoints write a hot page once for many commits. Recovery replays at

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "schema/open_holds.h"
 #include "schema/status.h"
 
 namespace amino::schema {
@@ -61,9 +62,10 @@ class Store {
   static void NoteDamage();
 
   Status Checkpoint();
-  // Called after each top-level commit with the open descriptions it counted (net);
-  // checkpoints every so often so the log stays bounded.
-  void NoteTopLevelCommit(int64_t opens = 0);
+  // Called after each top-level commit; checkpoints every so often so the log stays bounded.
+  void NoteTopLevelCommit();
+  // The files this process holds open (see open_holds.h).
+  OpenHolds& holds() { return *holds_; }
 
  private:
   Store() = default;
@@ -79,8 +81,7 @@ class Store {
   bool clean_start_ = false;
   uint64_t damage_at_open_ = 0;
   std::atomic<uint32_t> commits_since_checkpoint_{0};
-  // Open descriptions this process has counted in the schema and not yet released.
-  std::atomic<int64_t> opens_held_{0};
+  std::unique_ptr<OpenHolds> holds_;
   std::string user_file_;  // DBDIR/amino.user.*, removed at a clean close
 };
 

@@ -20,10 +20,23 @@ Transaction& Transaction::operator=(Transaction&& o) noexcept {
     txn_ = o.txn_;
     parent_ = o.parent_;
     store_ = o.store_;
-    opens_ = o.opens_;
+    holds_ = std::move(o.holds_);
     o.txn_ = nullptr;
   }
   return *this;
+}
+
+Status Transaction::UndoHolds() {
+  Status first = Status::Ok();
+  if (store_) {
+    // Newest first: an open and a close of one file undo to where they started.
+    for (auto h = holds_.rbegin(); h != holds_.rend(); ++h) {
+      Status st = store_->holds().Undo(h->id, h->delta);
+      if (first.ok()) first = st;
+    }
+  }
+  holds_.clear();
+  return first;
 }
 
 Transaction::~Transaction() {
@@ -35,8 +48,15 @@ Status Transaction::Commit() {
   DB_TXN* t = txn_;
   txn_ = nullptr;  // commit resolves the handle whether it succeeds or not
   Status st = DbStatus(t->commit(t, 0), "commit");
-  if (st.ok() && parent_) parent_->opens_ += opens_;
-  if (st.ok() && !parent_ && store_) store_->NoteTopLevelCommit(opens_);
+  if (st.ok() && parent_) {
+    parent_->holds_.insert(parent_->holds_.end(), holds_.begin(), holds_.end());
+    holds_.clear();
+  } else if (st.ok()) {
+    holds_.clear();
+  } else {
+    (void)UndoHolds();  // a failed commit aborted the transaction
+  }
+  if (st.ok() && !parent_ && store_) store_->NoteTopLevelCommit();
   return st;
 }
 
@@ -44,7 +64,10 @@ Status Transaction::Abort() {
   if (!txn_) return Status::Ok();
   DB_TXN* t = txn_;
   txn_ = nullptr;
-  return DbStatus(t->abort(t), "abort");
+  // Before the abort lets go of the records that the undone releases needed (open_holds.h).
+  Status undone = UndoHolds();
+  Status st = DbStatus(t->abort(t), "abort");
+  return st.ok() ? undone : st;
 }
 
 }  // namespace amino::schema

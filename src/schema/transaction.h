@@ -3,6 +3,9 @@
 
 #include <db.h>
 
+#include <vector>
+
+#include "schema/records.h"
 #include "schema/status.h"
 
 namespace amino::schema {
@@ -32,7 +35,7 @@ class Transaction {
   Transaction(const Transaction&) = delete;
   Transaction& operator=(const Transaction&) = delete;
   Transaction(Transaction&& o) noexcept
-      : txn_(o.txn_), parent_(o.parent_), store_(o.store_), opens_(o.opens_) {
+      : txn_(o.txn_), parent_(o.parent_), store_(o.store_), holds_(std::move(o.holds_)) {
     o.txn_ = nullptr;
   }
   Transaction& operator=(Transaction&& o) noexcept;
@@ -44,16 +47,20 @@ class Transaction {
   bool nested() const { return parent_ != nullptr; }
   DB_TXN* raw() const { return txn_; }
   uint32_t id() const { return txn_ ? txn_->id(txn_) : 0; }
-  // Open descriptions counted (+1) or released (-1) in the schema by this transaction: at
-  // commit they pass to the parent, or to the store once top-level (aborted, they vanish as
-  // the counts do).
-  void CountOpens(int64_t delta) { opens_ += delta; }
+  // A hold on an open file taken (+1) or released (-1) in this transaction (OpenHolds): at
+  // commit it passes to the parent, or stays once top-level; an abort undoes it.
+  void NoteHold(FileId id, int delta) { holds_.push_back({id, delta}); }
 
  private:
   DB_TXN* txn_ = nullptr;
   Transaction* parent_ = nullptr;
   Store* store_ = nullptr;
-  int64_t opens_ = 0;
+  struct HoldChange {
+    FileId id;
+    int delta;
+  };
+  std::vector<HoldChange> holds_;
+  Status UndoHolds();
 };
 
 // Maps a Berkeley DB return code to a Status (DB_LOCK_DEADLOCK and DB_LOCK_NOTGRANTED become

@@ -245,6 +245,43 @@ TEST_F(OpenTest, AUserThatDiedKeepsTheLastOneFromMarkingItClean) {
   EXPECT_FALSE(fs_->recovered_on_open());
 }
 
+TEST_F(OpenTest, AFileOpenInAnotherProcessOutlivesItsLastNameUntilThatOneCloses) {
+  ASSERT_TRUE(root().WriteFile("/f", "kept until closed").ok());
+  Result<Stat> f = root().GetStat("/f");
+  ASSERT_TRUE(f.ok());
+  const std::string dir = db_->path() + "/fs";
+  int to_child[2], to_parent[2];
+  ASSERT_EQ(pipe(to_child), 0);
+  ASSERT_EQ(pipe(to_parent), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // Opens /f, says so, and after the parent removed it reads it and closes.
+    Result<std::unique_ptr<FileSystem>> other = FileSystem::Open(dir);
+    if (!other.ok()) _exit(2);
+    Client c(other->get());
+    Result<OpenResult> o = c.Open("/f", O_RDONLY);
+    char go = 0;
+    if (!o.ok() || write(to_parent[1], "o", 1) != 1 || read(to_child[0], &go, 1) != 1) _exit(3);
+    Result<std::string> data = c.Read(o->id, 0, 100);
+    if (!data.ok() || *data != "kept until closed") _exit(4);
+    if (!c.Close(o->id).ok()) _exit(5);
+    other->reset();
+    _exit(0);
+  }
+  char opened = 0;
+  ASSERT_EQ(read(to_parent[0], &opened, 1), 1);
+  ASSERT_TRUE(root().Unlink("/f").ok());
+  EXPECT_TRUE(root().FStat(f->ino).ok()) << "freed while another process had it open";
+  ASSERT_EQ(write(to_child[1], "g", 1), 1);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_FALSE(root().FStat(f->ino).ok()) << "not freed at its last close";
+  for (int fd : {to_child[0], to_child[1], to_parent[0], to_parent[1]}) close(fd);
+  ExpectConsistent();
+}
+
 TEST_F(OpenTest, RemovedDirectoryStillOpenListsNothing) {
   ASSERT_TRUE(root().Mkdir("/d").ok());
   Result<OpenResult> o = root().Open("/d", O_RDONLY | O_DIRECTORY);

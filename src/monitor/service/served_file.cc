@@ -16,12 +16,14 @@ ServedFile::~ServedFile() {
   // The last descriptor is gone: the schema frees an unlinked file's data now. Opened in a
   // transaction still open, it is closed inside it (an abort undoes both). Otherwise on its
   // own; when a transaction holds the file's record, once that one ends.
-  schema::Transaction* parent = nullptr;
-  if (auto txn = opened_in.lock(); txn && txn->txn) parent = txn->txn.get();
+  std::shared_ptr<UserTxn> txn = opened_in.lock();
+  if (txn && !txn->txn) txn.reset();
   CallOutcome o = RunCallAlone(
-      *mfs, [&](schema::Transaction& t) { return mfs->fs->Close(t, id); }, parent);
+      *mfs, [&](schema::Transaction& t) { return mfs->fs->Close(t, id); },
+      txn ? txn->txn.get() : nullptr);
   if (o.kind == CallOutcome::Kind::kConflict) {
-    mfs->deferred_closes.push_back(id);
+    // Retried later; a close inside a transaction goes with it (it may still abort).
+    (txn ? txn->deferred_closes : mfs->deferred_closes).push_back(id);
   } else if (o.kind == CallOutcome::Kind::kDone && !o.status.ok()) {
     std::fprintf(stderr, "amino: %s: closing file %llu: %s\n", mfs->mount->point.c_str(),
                  static_cast<unsigned long long>(id), o.status.message().c_str());

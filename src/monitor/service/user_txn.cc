@@ -27,6 +27,7 @@ void UserTxn::AbortTree(State to) {
     }
   }
   opened.clear();
+  deferred_closes.clear();
   waiting.clear();
   state = to;
 }
@@ -68,6 +69,10 @@ schema::Status TxnManager::CommitOne(UserTxn& txn) {
     }
   }
   txn.opened.clear();
+  std::vector<schema::FileId>& closes =
+      txn.parent ? txn.parent->deferred_closes : txn.mfs->deferred_closes;
+  closes.insert(closes.end(), txn.deferred_closes.begin(), txn.deferred_closes.end());
+  txn.deferred_closes.clear();
   return st;
 }
 

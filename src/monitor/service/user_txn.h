@@ -38,6 +38,10 @@ struct UserTxn {
   std::vector<std::weak_ptr<UserTxn>> children;
   // Descriptions opened in this transaction: their open count is undone if it aborts.
   std::vector<std::weak_ptr<ServedFile>> opened;
+  // Files opened in this transaction whose last description was closed while another
+  // transaction held their record: closed when this one commits (in its parent, or on their
+  // own once it is a root), forgotten if it aborts (the abort undoes their opens).
+  std::vector<schema::FileId> deferred_closes;
   // Threads whose calls wait for a lock, and since when (deadlock detection; roots only).
   struct Wait {
     std::chrono::steady_clock::time_point first, last;  // first and latest conflict

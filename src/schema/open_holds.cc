@@ -1,0 +1,109 @@
+#include "schema/open_holds.h"
+
+#include <cstring>
+#include <string>
+
+namespace amino::schema {
+namespace {
+
+// The lock object of `id`'s holds: a name no lock Berkeley DB takes itself can have (its page
+// and record locks are DB_LOCK_ILOCK structures of another length).
+struct HoldObject {
+  char tag[8] = {'a', 'm', 'i', 'n', 'o', '.', 'h', 'o'};
+  unsigned char id[8];
+  explicit HoldObject(FileId file) {
+    for (int i = 0; i < 8; ++i) id[i] = static_cast<unsigned char>(file >> (56 - 8 * i));
+  }
+  DBT dbt() {
+    DBT d;
+    std::memset(&d, 0, sizeof d);
+    d.data = this;
+    d.size = sizeof *this;
+    return d;
+  }
+};
+
+Status LockStatus(int ret, const char* what) {
+  return Status::Storage(ret > 0 ? ret : EIO, std::string(what) + ": " + db_strerror(ret));
+}
+
+}  // namespace
+
+OpenHolds::~OpenHolds() { Clear(); }
+
+Status OpenHolds::Locker() {
+  if (locker_ != 0) return Status::Ok();
+  int ret = env_->lock_id(env_, &locker_);
+  return ret == 0 ? Status::Ok() : LockStatus(ret, "lock_id");
+}
+
+Status OpenHolds::Lock(FileId id, Entry& e) {
+  AMINO_RETURN_IF_ERROR(Locker());
+  // Waits only for another process's question (Held), which lets go at once.
+  HoldObject obj(id);
+  DBT d = obj.dbt();
+  int ret = env_->lock_get(env_, locker_, 0, &d, DB_LOCK_READ, &e.lock);
+  return ret == 0 ? Status::Ok() : LockStatus(ret, "hold a file open: lock_get");
+}
+
+void OpenHolds::Unlock(FileId id, Entry& e) {
+  (void)env_->lock_put(env_, &e.lock);
+  held_.erase(id);
+}
+
+Status OpenHolds::Acquire(FileId id) {
+  std::lock_guard<std::mutex> g(mu_);
+  auto [it, fresh] = held_.try_emplace(id);
+  if (fresh) {
+    if (Status st = Lock(id, it->second); !st.ok()) {
+      held_.erase(it);
+      return st;
+    }
+  }
+  ++it->second.count;
+  return Status::Ok();
+}
+
+bool OpenHolds::Release(FileId id) {
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = held_.find(id);
+  if (it == held_.end()) return false;
+  if (--it->second.count == 0) Unlock(id, it->second);
+  return true;
+}
+
+Status OpenHolds::Undo(FileId id, int delta) {
+  if (delta < 0) return Acquire(id);  // a release undone
+  (void)Release(id);                  // an acquire undone
+  return Status::Ok();
+}
+
+Result<bool> OpenHolds::Held(FileId id) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (held_.count(id)) return true;
+  AMINO_RETURN_IF_ERROR(Locker());
+  // Granted to this process's locker unless another locker shares the object.
+  HoldObject obj(id);
+  DBT d = obj.dbt();
+  DB_LOCK probe;
+  int ret = env_->lock_get(env_, locker_, DB_LOCK_NOWAIT, &d, DB_LOCK_WRITE, &probe);
+  if (ret == DB_LOCK_NOTGRANTED) return true;
+  if (ret != 0) return LockStatus(ret, "ask whether a file is open: lock_get");
+  (void)env_->lock_put(env_, &probe);
+  return false;
+}
+
+size_t OpenHolds::files() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return held_.size();
+}
+
+void OpenHolds::Clear() {
+  std::lock_guard<std::mutex> g(mu_);
+  for (auto& [id, e] : held_) (void)env_->lock_put(env_, &e.lock);
+  held_.clear();
+  if (locker_ != 0) (void)env_->lock_id_free(env_, locker_);
+  locker_ = 0;
+}
+
+}  // namespace amino::schema
