@@ -6,12 +6,10 @@
 #include <string>
 #include <unordered_map>
 
+#include "monitor/syscall_numbers.h"
+
 namespace amino::monitor {
 namespace {
-
-#ifndef SYS_fchmodat2
-#define SYS_fchmodat2 452
-#endif
 
 using A = Arg;
 constexpr A N = A::kNone, I = A::kInt, U = A::kUint, X = A::kHex, F = A::kFd, D = A::kDirFd,

@@ -11,9 +11,8 @@
 #include <algorithm>
 #include <cerrno>
 
-#ifndef SYS_fchmodat2
-#define SYS_fchmodat2 452
-#endif
+#include "monitor/syscall_numbers.h"
+
 #ifndef RENAME_NOREPLACE
 #define RENAME_NOREPLACE (1 << 0)
 #define RENAME_EXCHANGE (1 << 1)

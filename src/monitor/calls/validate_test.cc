@@ -19,9 +19,7 @@
 #include <string>
 #include <vector>
 
-#ifndef SYS_fchmodat2
-#define SYS_fchmodat2 452
-#endif
+#include "monitor/syscall_numbers.h"
 
 namespace amino::monitor::calls {
 namespace {

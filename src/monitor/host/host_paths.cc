@@ -16,12 +16,9 @@
 
 #include "monitor/calls/validate.h"
 #include "monitor/host/host_handler.h"
+#include "monitor/syscall_numbers.h"
 #include "monitor/syscall_table.h"
 #include "monitor/tracee_memory.h"
-
-#ifndef SYS_fchmodat2
-#define SYS_fchmodat2 452
-#endif
 
 namespace amino::monitor::host {
 

@@ -4,12 +4,17 @@
 // its argument was relative to a directory inside a mount (or a link there led out of it).
 //
 // The work is split by kind of call:
+//   mount_txn.cc       entry of every call (OnEntry), plain or inside the caller's application
+//                      transaction; libamino's pseudo-calls (TxnCall); closes left for later
 //   mount_handler.cc   dispatch, opens and the descriptor life cycle (dup, close, fd passing)
 //   mount_resolve.cc   path arguments to targets; cwd (chdir, fchdir, getcwd); substitutes
 //   mount_paths.cc     calls on paths (stat, mkdir, rename, xattrs, ...)
 //   mount_data.cc      calls on served descriptors (read, write, getdents, locks, ...)
 //   mount_exec.cc      exec of programs stored in a mount; mmap of served files
 //   mount_nodes.cc     opens of stored FIFOs and device nodes (on host nodes, host_nodes.h)
+//   mount_foreign.cc   calls of another ABI (int $0x80, x32) that name a mount: refused
+// Beside the class: mount_fs.cc runs one call in its own transaction on a mount (RunCall),
+// served_file.cc is a descriptor's open file, user_txn.cc the application transactions.
 #pragma once
 
 #include <sys/stat.h>

@@ -23,12 +23,9 @@
 #include "monitor/service/mount_handler.h"
 #include "monitor/service/stat_convert.h"
 #include "monitor/shared_region.h"
+#include "monitor/syscall_numbers.h"
 #include "monitor/syscall_table.h"
 #include "monitor/tracee_memory.h"
-
-#ifndef SYS_fchmodat2
-#define SYS_fchmodat2 452
-#endif
 
 namespace amino::monitor::service {
 

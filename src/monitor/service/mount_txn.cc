@@ -99,7 +99,6 @@ void MountHandler::OnNewTask(Thread& parent, Thread& child, bool thread) {
 }
 
 Decision MountHandler::TxnCall(Thread& t, SyscallRegs& call) {
-  const long op = call.nr() - AMINO_SYS_BASE;
   // BEGIN, COMMIT, ABORT, CURRENT and DEPTH may act for the caller's parent process (`amino
   // txn` in a shell script): its main thread, which must be traced too.
   pid_t target = t.tid;
@@ -126,35 +125,35 @@ Decision MountHandler::TxnCall(Thread& t, SyscallRegs& call) {
   }
   const uid_t euid = CredOf(t).uid;
   long r;
-  switch (op) {
-    case 0:
+  switch (call.nr()) {
+    case AMINO_SYS_PROBE:
       r = AMINO_PROBE_ANSWER;
       break;
-    case 1:
+    case AMINO_SYS_BEGIN:
       r = txns_.Begin(target, euid);
       break;
-    case 2:
+    case AMINO_SYS_COMMIT:
       r = txns_.Commit(target);
       CloseDeferred();
       break;
-    case 3:
+    case AMINO_SYS_ABORT:
       r = txns_.Abort(target);
       CloseDeferred();
       break;
-    case 4:
+    case AMINO_SYS_ATTACH:
       r = txns_.Attach(t.tid, euid, call.arg(0));
       break;
-    case 5:
+    case AMINO_SYS_DETACH:
       r = txns_.Detach(t.tid);
       CloseDeferred();
       break;
-    case 6:
+    case AMINO_SYS_SUSPEND:
       r = txns_.Suspend(t.tid);
       break;
-    case 7:
+    case AMINO_SYS_CURRENT:
       r = txns_.Current(target);
       break;
-    case 8:
+    case AMINO_SYS_DEPTH:
       r = txns_.Depth(target);
       break;
     default:
