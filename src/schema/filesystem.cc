@@ -174,4 +174,9 @@ Status FileSystem::Run(Transaction* parent, TxnOptions options,
 
 Status FileSystem::Checkpoint() { return store_->Checkpoint(); }
 
+Status FileSystem::FlushLog() {
+  DB_ENV* env = store_->env();
+  return DbStatus(env->log_flush(env, nullptr), "flush the log");
+}
+
 }  // namespace amino::schema

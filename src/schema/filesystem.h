@@ -94,6 +94,9 @@ class FileSystem {
 
   // Writes a checkpoint and removes log files no longer needed.
   Status Checkpoint();
+  // Writes every committed transaction's log records to disk (what fsync of a file promises
+  // under the asynchronous durability modes).
+  Status FlushLog();
   const std::string& dir() const { return dir_; }
   bool recovered_on_open() const { return recovered_on_open_; }
   Store& store() { return *store_; }

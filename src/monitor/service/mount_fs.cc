@@ -160,9 +160,6 @@ void CloseDeferred(MountFs& m, bool wait) {
   }
 }
 
-schema::Status FlushLog(MountFs& m) {
-  DB_ENV* env = m.fs->store().env();
-  return schema::DbStatus(env->log_flush(env, nullptr), "flush the log");
-}
+schema::Status FlushLog(MountFs& m) { return m.fs->FlushLog(); }
 
 }  // namespace amino::monitor::service
