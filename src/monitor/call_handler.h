@@ -52,6 +52,8 @@ class CallHandler {
   virtual Decision OnEntry(Thread& t, SyscallRegs& call) = 0;
   // Whether the handler may need a ptrace stop for call `nr` (to rewrite registers, inject
   // calls or see the exit). The others reach it by notification when the backend offers it.
+  // For fcntl, true asks for a stop at F_DUPFD and F_DUPFD_CLOEXEC only (the commands that
+  // make a descriptor); its other commands still come by notification.
   virtual bool NeedsStop(long nr) const {
     (void)nr;
     return false;

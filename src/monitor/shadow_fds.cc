@@ -1,9 +1,13 @@
 #include "monitor/shadow_fds.h"
 
+#include <fcntl.h>
 #include <linux/close_range.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <string>
 
 #include "monitor/tracee_memory.h"
@@ -55,6 +59,51 @@ ino_t InodeOfFd(pid_t tid, int fd) {
   struct stat st;
   std::string path = "/proc/" + std::to_string(tid) + "/fd/" + std::to_string(fd);
   return stat(path.c_str(), &st) == 0 ? st.st_ino : 0;
+}
+
+}  // namespace amino::monitor
+
+namespace amino::monitor {
+
+Decision DupAtNotification(Thread& t, const SyscallRegs& call, ptrace_ext::NotifyListener& listener,
+                           const std::function<void(OpenFile&)>& on_replace) {
+  const long nr = call.nr();
+  const int old_fd = static_cast<int>(call.arg(0));
+  const int new_fd = nr == SYS_dup ? -1 : static_cast<int>(call.arg(1));
+  const uint64_t flags = nr == SYS_dup3 ? call.arg(2) : 0;
+  auto& files = t.proc->fds->files;
+  auto old_it = files.find(old_fd);
+  auto new_it = new_fd >= 0 ? files.find(new_fd) : files.end();
+  if (old_it == files.end() && new_it == files.end()) {
+    // Untracked on both sides. Another thread of the table could still get a served file at
+    // `new_fd` before the kernel runs this dup2; that program races natively too (the
+    // kernel would close its new file just the same).
+    return Decision::Pass();
+  }
+  if ((flags & ~static_cast<uint64_t>(O_CLOEXEC)) != 0 || old_fd == new_fd ||
+      (nr != SYS_dup && new_fd < 0)) {
+    // EINVAL (dup3's flags or equal numbers), dup2's no-op, EBADF (a number above any
+    // RLIMIT_NOFILE): nothing changes.
+    return Decision::Pass();
+  }
+  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, t.proc->tgid, 0));
+  if (pidfd < 0) return Decision::Emulate(-errno);
+  const int copy = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, old_fd, 0));
+  const int taken = errno;
+  close(pidfd);
+  if (copy < 0) return Decision::Emulate(-taken);  // EBADF: old_fd is not open
+  std::shared_ptr<OpenFile> file = old_it == files.end() ? nullptr : old_it->second;
+  const long r = listener.ReplyWithFd(call.notification_id, copy, flags & O_CLOEXEC, new_fd);
+  close(copy);
+  if (r == -ENOENT) return Decision::Replied();  // the caller is gone
+  if (r < 0) return Decision::Emulate(r);        // EBADF (at or above RLIMIT_NOFILE), EMFILE
+  const int fd = static_cast<int>(r);
+  if (auto replaced = files.find(fd); replaced != files.end()) {
+    on_replace(*replaced->second);
+    files.erase(replaced);
+  }
+  if (file) files[fd] = std::move(file);
+  return Decision::Replied();
 }
 
 }  // namespace amino::monitor

@@ -9,8 +9,10 @@
 #include <functional>
 #include <vector>
 
+#include "monitor/call_handler.h"
 #include "monitor/process_table.h"
 #include "monitor/syscall_regs.h"
+#include "ptrace-ext/notify_listener.h"
 
 namespace amino::monitor {
 
@@ -24,5 +26,15 @@ void ApplyCloseRange(Thread& t, const SyscallRegs& call,
 
 // The inode of descriptor `fd` of task `tid` (0 when it is not open).
 ino_t InodeOfFd(pid_t tid, int fd);
+
+// dup, dup2 or dup3 (`call`) answered at its notification, with no ptrace stop. When neither
+// descriptor is in the table the kernel runs it as made. Otherwise the monitor makes the copy
+// itself (the tracee's descriptor taken with pidfd_getfd, put in place with the listener's
+// ADDFD, at the given number for dup2 and dup3) and records it, so that no other thread's call
+// comes between the copy and its record; `on_replace` sees a tracked file the copy closes.
+// Calls the kernel fails without touching the table (dup3's bad flags, equal numbers) run as
+// made.
+Decision DupAtNotification(Thread& t, const SyscallRegs& call, ptrace_ext::NotifyListener& listener,
+                           const std::function<void(OpenFile&)>& on_replace);
 
 }  // namespace amino::monitor

@@ -66,6 +66,23 @@ unsigned long CloneFlags(Thread& parent, int event) {
   return 0;
 }
 
+// fcntl stops only to copy a descriptor (F_DUPFD, F_DUPFD_CLOEXEC: the handler sees the new
+// number at the exit); its other commands come by notification. The kernel reads the command
+// as 32 bits: the copies are matched on those, and the notified rules cover every other value.
+void AddFcntlRules(std::vector<ptrace_ext::TrapRule>* rules) {
+  using Cmp = ptrace_ext::TrapRule::Cmp;
+  for (uint64_t cmd : {uint64_t{F_DUPFD}, uint64_t{F_DUPFD_CLOEXEC}}) {
+    ptrace_ext::TrapRule copy{SYS_fcntl, false};
+    copy.arg = 1, copy.mask = 0xffffffff, copy.value = cmd;
+    rules->push_back(copy);
+  }
+  for (Cmp cmp : {Cmp::kLess, Cmp::kGreater}) {
+    ptrace_ext::TrapRule other{SYS_fcntl, true};
+    other.arg = 1, other.value = F_DUPFD_CLOEXEC, other.cmp = cmp;
+    rules->push_back(other);
+  }
+}
+
 }  // namespace
 
 Tracer::Tracer(TracerOptions options, CallHandler& handler)
@@ -77,6 +94,11 @@ bool Tracer::StartCommand() {
   const bool notify = options_.backend == Backend::kNotify;
   std::vector<ptrace_ext::TrapRule> rules;
   for (long nr : trapped_) {
+    if (nr == SYS_fcntl && notify && handler_.NeedsStop(nr)) {
+      AddFcntlRules(&rules);
+      notified_.insert(nr);
+      continue;
+    }
     ptrace_ext::TrapRule r{nr, notify && !handler_.NeedsStop(nr)};
     if (r.notify) notified_.insert(nr);
     // Anonymous mappings are the loader's and malloc's bread and butter: only file mappings.

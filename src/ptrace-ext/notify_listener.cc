@@ -67,18 +67,21 @@ bool NotifyListener::Reply(uint64_t id, long result) {
   return ioctl(fd_, SECCOMP_IOCTL_NOTIF_SEND, &resp) == 0;
 }
 
-long NotifyListener::ReplyWithFd(uint64_t id, int fd, bool cloexec) {
+long NotifyListener::ReplyWithFd(uint64_t id, int fd, bool cloexec, int at) {
   seccomp_notif_addfd add{};
   add.id = id;
   add.srcfd = static_cast<__u32>(fd);
   add.newfd_flags = cloexec ? O_CLOEXEC : 0;
+  const __u32 setfd = at >= 0 ? SECCOMP_ADDFD_FLAG_SETFD : 0;
+  add.newfd = at >= 0 ? static_cast<__u32>(at) : 0;
+  add.flags = setfd;
   if (addfd_send_) {
-    add.flags = SECCOMP_ADDFD_FLAG_SEND;
+    add.flags = SECCOMP_ADDFD_FLAG_SEND | setfd;
     long r = ioctl(fd_, SECCOMP_IOCTL_NOTIF_ADDFD, &add);
     if (r >= 0) return r;
     if (errno != EINVAL) return -errno;
     addfd_send_ = false;  // an older kernel: install, then answer
-    add.flags = 0;
+    add.flags = setfd;
   }
   long r = ioctl(fd_, SECCOMP_IOCTL_NOTIF_ADDFD, &add);
   if (r < 0) return -errno;

@@ -50,9 +50,10 @@ class NotifyListener {
   bool Continue(uint64_t id);
   // The call returns `result` (-errno on failure) without running.
   bool Reply(uint64_t id, long result);
-  // Installs a duplicate of the monitor's `fd` in the caller and makes the call return its
-  // number. Returns the number, or -errno (-ENOENT: the caller is gone).
-  long ReplyWithFd(uint64_t id, int fd, bool cloexec);
+  // Installs a duplicate of the monitor's `fd` in the caller (at number `at` when it is >= 0,
+  // replacing what is there, as dup2 does) and makes the call return its number. Returns the
+  // number, or -errno (-ENOENT: the caller is gone).
+  long ReplyWithFd(uint64_t id, int fd, bool cloexec, int at = -1);
   // Whether the call is still waiting for its answer (its thread was not killed).
   bool Pending(uint64_t id);
 

@@ -59,6 +59,11 @@ std::string InstallFilter(const std::vector<TrapRule>& rules, int* listener) {
     any_notify |= r.notify && !r.refuse;
     if (r.arg >= 0) {
       scmp_arg_cmp cmp{static_cast<unsigned>(r.arg), SCMP_CMP_MASKED_EQ, r.mask, r.value};
+      if (r.cmp != TrapRule::Cmp::kMaskedEq) {
+        cmp.op = r.cmp == TrapRule::Cmp::kLess ? SCMP_CMP_LT : SCMP_CMP_GT;
+        cmp.datum_a = r.value;
+        cmp.datum_b = 0;
+      }
       rc = seccomp_rule_add_array(ctx, action, static_cast<int>(r.nr), 1, &cmp);
     } else {
       rc = seccomp_rule_add(ctx, action, static_cast<int>(r.nr), 0);

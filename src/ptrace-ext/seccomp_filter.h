@@ -14,13 +14,16 @@ namespace amino::ptrace_ext {
 struct TrapRule {
   long nr;              // x86-64 system call number
   bool notify = false;  // user notification instead of a ptrace stop
-  // Trap only when (argument `arg` & mask) == value; arg -1: always.
+  // Trap only when argument `arg` compares with `value` as `cmp` says ((arg & mask) == value,
+  // arg < value, arg > value); arg -1: always.
+  enum class Cmp : uint8_t { kMaskedEq, kLess, kGreater };
   int arg = -1;
   uint64_t mask = 0;
   uint64_t value = 0;
   // Nonzero: the call fails with this errno without reaching the monitor (SECCOMP_RET_ERRNO,
   // which outranks every other filter's trace and notify actions).
   int refuse = 0;
+  Cmp cmp = Cmp::kMaskedEq;  // how `arg` is compared (above)
 };
 
 // PTRACE_GETEVENTMSG at a seccomp stop says whose stop it is: the monitor's filter trapped an

@@ -58,10 +58,8 @@ std::vector<long> HostHandler::ExtraTrapped() const {
 
 bool HostHandler::NeedsStop(long nr) const {
   switch (nr) {
-    // The descriptor's new number is seen at the call's exit.
-    case SYS_dup:
-    case SYS_dup2:
-    case SYS_dup3:
+    // The descriptor's new number is seen at the call's exit (dup, dup2 and dup3 are answered
+    // at their notification instead: DupAtNotification).
     case SYS_fcntl:
     case SYS_close_range:
     case SYS_recvmsg:
@@ -326,6 +324,7 @@ Decision HostHandler::Dup(Thread& t, SyscallRegs& call) {
     pending_[t.tid] = std::move(p);
     return Decision::ObserveExit();
   }
+  if (call.notified && listener_) return DupAtNotification(t, call, *listener_, [](OpenFile&) {});
   const int old_fd = static_cast<int>(call.arg(0));
   std::shared_ptr<HostFile> f = ShadowOf(t, old_fd);
   const bool replaces_shadow = nr != SYS_dup && ShadowOf(t, static_cast<int>(call.arg(1)));

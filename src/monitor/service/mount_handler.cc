@@ -500,6 +500,10 @@ Decision MountHandler::Descriptors(Thread& t, SyscallRegs& call) {
       if (nr == SYS_fcntl) {
         const int cmd = static_cast<int>(call.arg(1));
         if (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC) return host_.OnEntry(t, call);
+      } else if (call.notified && listener_) {
+        return DupAtNotification(t, call, *listener_, [&](OpenFile& f) {
+          if (auto* s = dynamic_cast<ServedFile*>(&f)) ReleaseProcessLocks(t.proc->tgid, s);
+        });
       }
       auto it = files.find(a0);
       std::shared_ptr<OpenFile> f = it == files.end() ? nullptr : it->second;
