@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/compare on two small runs written here: each shared row gives both runs' ratios and
+"""bench/compare-runs on two small runs written here: each shared row gives both runs' ratios and
 their quotient, VANILLA and rows of only one run are left out, a configuration not measured in
 one run shows "—", --configs narrows the table, and a missing or malformed summary.csv is an
 error (status 2) that names the file."""
@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 
-COMPARE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "compare")
+COMPARE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "compare-runs")
 HEAD = ("workload,phase,config,status,runs,metric,unit,mean,ci95,ratio_to_vanilla,paper_ratio,"
         "paper_relative_to,user,system,monitor_user,monitor_system,monitor_busy\n")
 
@@ -61,7 +61,7 @@ def main():
         check(rc == 2 and "not a bench/run summary" in err, "malformed run: %d %r" % (rc, err))
     for f in failures:
         print("FAIL: " + f)
-    print("bench/compare: %s" % ("FAILED" if failures else "ok"))
+    print("bench/compare-runs: %s" % ("FAILED" if failures else "ok"))
     return 1 if failures else 0
 
 

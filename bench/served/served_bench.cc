@@ -236,6 +236,28 @@ const std::vector<Kind>& Kinds() {
              return Sys(SYS_mkdir, Path(f.names[i]), 0755) == 0 &&
                     Sys(SYS_rmdir, Path(f.names[i])) == 0;
            }},
+      {.name = "dup2",
+       .what = "dup2 of an open file onto a free number + close (2 calls; a shell's redirection)",
+       .setup =
+           [](Fixture& f) {
+             WriteFile(f.small, kPage);
+             f.fd = OpenAt(f.small, O_RDONLY);
+             if (f.fd < 0) Die("open " + f.small);
+           },
+       .op =
+           [](Fixture& f, int) {
+             constexpr int kTarget = 200;
+             return Sys(SYS_dup2, f.fd, kTarget) == kTarget && Sys(SYS_close, kTarget) == 0;
+           }},
+      {.name = "fcntl-setfd",
+       .what = "fcntl F_SETFD FD_CLOEXEC of an open file",
+       .setup =
+           [](Fixture& f) {
+             WriteFile(f.small, kPage);
+             f.fd = OpenAt(f.small, O_RDONLY);
+             if (f.fd < 0) Die("open " + f.small);
+           },
+       .op = [](Fixture& f, int) { return Sys(SYS_fcntl, f.fd, F_SETFD, FD_CLOEXEC) == 0; }},
       {.name = "getppid",
        .what = "getppid: a call no backend traps",
        .op = [](Fixture&, int) { return Sys(SYS_getppid) > 0; }},
