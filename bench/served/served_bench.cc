@@ -100,6 +100,13 @@ void Offsets(Fixture& f) {
   }
 }
 
+// The descriptor kinds' file: a 4 KiB file, open read-only in f.fd.
+void OpenSmall(Fixture& f) {
+  WriteFile(f.small, kPage);
+  f.fd = OpenAt(f.small, O_RDONLY);
+  if (f.fd < 0) Die("open " + f.small);
+}
+
 struct Kind {
   const char* name;
   const char* what;                                       // --list: what one operation is
@@ -238,12 +245,7 @@ const std::vector<Kind>& Kinds() {
            }},
       {.name = "dup2",
        .what = "dup2 of an open file onto a free number + close (2 calls; a shell's redirection)",
-       .setup =
-           [](Fixture& f) {
-             WriteFile(f.small, kPage);
-             f.fd = OpenAt(f.small, O_RDONLY);
-             if (f.fd < 0) Die("open " + f.small);
-           },
+       .setup = OpenSmall,
        .op =
            [](Fixture& f, int) {
              constexpr int kTarget = 200;
@@ -251,12 +253,7 @@ const std::vector<Kind>& Kinds() {
            }},
       {.name = "fcntl-setfd",
        .what = "fcntl F_SETFD FD_CLOEXEC of an open file",
-       .setup =
-           [](Fixture& f) {
-             WriteFile(f.small, kPage);
-             f.fd = OpenAt(f.small, O_RDONLY);
-             if (f.fd < 0) Die("open " + f.small);
-           },
+       .setup = OpenSmall,
        .op = [](Fixture& f, int) { return Sys(SYS_fcntl, f.fd, F_SETFD, FD_CLOEXEC) == 0; }},
       {.name = "getppid",
        .what = "getppid: a call no backend traps",

@@ -281,7 +281,7 @@ Decision WriteData(FdCall& c, const std::vector<iovec>& iov, size_t total, int64
       [&] {
         if (at_cursor) c.f.offset = at + written;
         c.maps.Wrote(*c.f.mfs, c.f.id, at, data.data(), written);
-        if (sync && !FlushLog(*c.f.mfs).ok()) return static_cast<long>(-EIO);
+        if (sync && !c.f.mfs->fs->FlushLog().ok()) return static_cast<long>(-EIO);
         return static_cast<long>(written);
       });
 }
@@ -763,7 +763,7 @@ Decision Move(FdCall& c, Side& in, int64_t in_pos, Side& out, int64_t out_pos, s
     }
     if (out_pos < 0) f.offset = at + written;
     c.maps.Wrote(*f.mfs, f.id, at, data.data(), written);
-    if ((f.flags & O_DSYNC) && !FlushLog(*f.mfs).ok()) return Emulate(-EIO);
+    if ((f.flags & O_DSYNC) && !f.mfs->fs->FlushLog().ok()) return Emulate(-EIO);
     put = static_cast<long>(written);
   } else {
     put = HostWrite(out, data.data(), data.size(), out_pos);
@@ -955,7 +955,7 @@ Decision CopyFileRange(FdCall& c, SyscallRegs& call) {
         } else {
           fo.offset = static_cast<uint64_t>(pout + n);
         }
-        if ((fo.flags & O_DSYNC) && !FlushLog(*fo.mfs).ok()) r = -EIO;
+        if ((fo.flags & O_DSYNC) && !fo.mfs->fs->FlushLog().ok()) r = -EIO;
         return r;
       });
 }
@@ -1112,7 +1112,7 @@ Decision MountHandler::ServeFd(Thread& t, SyscallRegs& call, ServedFile& f) {
     case SYS_fsync:
     case SYS_fdatasync:
     case SYS_syncfs:
-      return Emulate(FlushLog(*f.mfs).ok() ? 0 : -EIO);
+      return Emulate(f.mfs->fs->FlushLog().ok() ? 0 : -EIO);
     case SYS_sync_file_range: {
       const uint64_t end = a1 + a2;
       constexpr unsigned kValid =
@@ -1121,7 +1121,7 @@ Decision MountHandler::ServeFd(Thread& t, SyscallRegs& call, ServedFile& f) {
           static_cast<int64_t>(end) < 0 || end < a1) {
         return Emulate(-EINVAL);
       }
-      return Emulate(FlushLog(*f.mfs).ok() ? 0 : -EIO);
+      return Emulate(f.mfs->fs->FlushLog().ok() ? 0 : -EIO);
     }
     case SYS_fallocate:
       return Fallocate(c, call);

@@ -22,7 +22,7 @@ long MountHandler::OnForeignCall(Thread& t, const ForeignCall& c) {
   switch (c.native_nr) {
     case SYS_sync:
       (void)shared_maps_.WriteBackAll();
-      for (auto& m : mounts_) (void)FlushLog(*m);
+      for (auto& m : mounts_) (void)m->fs->FlushLog();
       return 0;
     case SYS_getcwd:
       return t.proc->fs->cwd_mount >= 0 ? kRefusedForeign : 0;

@@ -160,6 +160,4 @@ void CloseDeferred(MountFs& m, bool wait) {
   }
 }
 
-schema::Status FlushLog(MountFs& m) { return m.fs->FlushLog(); }
-
 }  // namespace amino::monitor::service

@@ -74,7 +74,4 @@ CallOutcome RunCallAlone(MountFs& m,
 // Closes in the schema the files whose close had to wait. `wait`: for locks too (at the end).
 void CloseDeferred(MountFs& m, bool wait);
 
-// Makes every commit so far on `m` durable (fsync and friends).
-schema::Status FlushLog(MountFs& m);
-
 }  // namespace amino::monitor::service

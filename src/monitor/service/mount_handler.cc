@@ -226,11 +226,11 @@ Decision MountHandler::Serve(Thread& t, SyscallRegs& call) {
       // shared mappings of served files reach the schema at msync (and durably with MS_SYNC).
       if (nr == SYS_sync) {
         (void)shared_maps_.WriteBackAll();
-        for (auto& m : mounts_) (void)FlushLog(*m);
+        for (auto& m : mounts_) (void)m->fs->FlushLog();
       }
       if (nr == SYS_msync && !shared_maps_.empty()) {
         for (MountFs* m : shared_maps_.WriteBackAll()) {
-          if (call.arg(2) & MS_SYNC) (void)FlushLog(*m);
+          if (call.arg(2) & MS_SYNC) (void)m->fs->FlushLog();
         }
       }
       return Decision::Pass();

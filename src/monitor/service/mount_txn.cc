@@ -29,7 +29,7 @@ bool MountHandler::FlushForOutput() {
   for (auto& m : mounts_) {
     // Cheap when nothing was committed since the last flush. Another `amino run` on the same
     // database shares the log: its commits are flushed here as well.
-    if (schema::Status st = FlushLog(*m); !st.ok()) {
+    if (schema::Status st = m->fs->FlushLog(); !st.ok()) {
       if (!flush_failed_) {
         std::fprintf(stderr, "amino: %s: cannot flush the log (%s): output is held back\n",
                      m->mount->point.c_str(), st.message().c_str());
