@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "monitor/host/host_context.h"
+#include "monitor/service/byte_shift.h"
 #include "monitor/service/file_locks.h"
 #include "monitor/service/mount_handler.h"
 #include "monitor/service/stat_convert.h"
@@ -42,6 +43,7 @@ constexpr int kRwfSupported = 0x1ff;              // RWF_HIPRI .. RWF_NOSIGNAL
 constexpr int kRwfNoWait = 0x08, kRwfAppend = 0x10, kRwfNoAppend = 0x20, kRwfAtomic = 0x40;
 constexpr int kRwfDsync = 0x02, kRwfSync = 0x04;
 constexpr size_t kChunk = 1 << 20;
+constexpr uint64_t kBlock = 4096;  // the block of ext4 (and st_blksize) that fallocate moves
 constexpr int64_t kOffsetMax = LLONG_MAX;
 
 bool AccessOk(uint64_t addr, uint64_t len) {
@@ -509,6 +511,54 @@ Decision Xattr(FdCall& c, SyscallRegs& call) {
   }
 }
 
+// fallocate's COLLAPSE_RANGE (`insert` false) and INSERT_RANGE, as ext4 does them: whole
+// blocks only; a collapse ends before the end of the file, an insert starts before it. The
+// bytes after the range move (holes among them are stored as zeros).
+Decision MoveRange(FdCall& c, bool insert, uint64_t at, uint64_t len) {
+  ServedFile& f = c.f;
+  if ((at | len) % kBlock != 0) return Emulate(-EINVAL);
+  return c.run(
+      [&](schema::Transaction& txn) {
+        schema::FileSystem& fs = *f.mfs->fs;
+        auto st = fs.FStat(txn, f.id);
+        if (!st.ok()) return st.status();
+        const uint64_t size = st->attr.size;
+        if (insert && len > schema::kMaxFileSize - size) return Status::Errno(EFBIG);
+        if (insert ? at >= size : at + len >= size) return Status::Errno(EINVAL);
+        Status failed = Status::Ok();
+        auto read = [&](uint64_t pos, char* buf, size_t n) {
+          auto r = fs.Read(txn, f.id, pos, buf, n);
+          if (!r.ok()) failed = r.status();
+          if (r.ok() && *r < n) std::memset(buf + *r, 0, n - *r);
+          return r.ok();
+        };
+        auto write = [&](uint64_t pos, const char* buf, size_t n) {
+          auto w = fs.Write(txn, c.cred, f.id, pos, buf, n);
+          if (!w.ok()) failed = w.status();
+          if (w.ok() && *w < n) failed = Status::Errno(ENOSPC);
+          return failed.ok();
+        };
+        const uint64_t from = insert ? at : at + len, to = insert ? at + len : at;
+        if (!ShiftBytes(from, to, size - from, kChunk, read, write)) return failed;
+        if (!insert) return fs.FTruncate(txn, c.cred, f.id, static_cast<int64_t>(size - len));
+        static const std::vector<char> zeros(kChunk, '\0');
+        for (uint64_t done = 0; done < len;) {
+          const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, len - done));
+          if (!write(at + done, zeros.data(), n)) return failed;
+          done += n;
+        }
+        return Status::Ok();
+      },
+      [&] {
+        if (insert) {
+          c.maps.Inserted(*f.mfs, f.id, at, len);
+        } else {
+          c.maps.Collapsed(*f.mfs, f.id, at, len);
+        }
+        return 0L;
+      });
+}
+
 Decision Fallocate(FdCall& c, SyscallRegs& call) {
   ServedFile& f = c.f;
   const int mode = static_cast<int>(call.arg(1));
@@ -544,7 +594,11 @@ Decision Fallocate(FdCall& c, SyscallRegs& call) {
   if (len > kOffsetMax - offset || static_cast<uint64_t>(offset + len) > schema::kMaxFileSize) {
     return Emulate(-EFBIG);
   }
-  // Ranges moved within the file are not supported here (nor UNSHARE, as on ext4).
+  if (kind == FALLOC_FL_COLLAPSE_RANGE || kind == FALLOC_FL_INSERT_RANGE) {
+    return MoveRange(c, kind == FALLOC_FL_INSERT_RANGE, static_cast<uint64_t>(offset),
+                     static_cast<uint64_t>(len));
+  }
+  // Neither UNSHARE nor WRITE_ZEROES, as on ext4.
   if (kind != 0 && kind != FALLOC_FL_PUNCH_HOLE && kind != FALLOC_FL_ZERO_RANGE)
     return Emulate(-EOPNOTSUPP);
   const uint64_t end = static_cast<uint64_t>(offset + len);
@@ -903,6 +957,10 @@ Decision CopyFileRange(FdCall& c, SyscallRegs& call) {
       static_cast<uint64_t>(pout) + len < static_cast<uint64_t>(pout)) {
     return Emulate(-EOVERFLOW);
   }
+  // The bytes copied into a file mapped shared go to its mapping file too (one chunk at most
+  // per call then: callers loop on a short count).
+  const bool mapped = c.maps.Find(*fo.mfs, fo.id) != nullptr;
+  std::vector<char> copied;
   size_t done_bytes = 0;
   return c.run_on(
       fi,
@@ -922,9 +980,10 @@ Decision CopyFileRange(FdCall& c, SyscallRegs& call) {
           return Status::Errno(EINVAL);
         }
         if (VerifyArea(pin, count) || VerifyArea(pout, count)) return Status::Errno(EINVAL);
-        count = std::min<uint64_t>(count, kMaxRw);
+        count = std::min<uint64_t>(count, mapped ? kChunk : kMaxRw);
         std::vector<char> data;
         done_bytes = 0;
+        copied.clear();
         while (done_bytes < count) {
           const size_t want = static_cast<size_t>(std::min<uint64_t>(count - done_bytes, kChunk));
           data.resize(want);
@@ -934,6 +993,7 @@ Decision CopyFileRange(FdCall& c, SyscallRegs& call) {
           auto w = fs.Write(txn, c.cred, fo.id, static_cast<uint64_t>(pout) + done_bytes,
                             data.data(), *r);
           if (!w.ok()) return w.status();
+          if (mapped) copied.insert(copied.end(), data.begin(), data.begin() + *w);
           done_bytes += *w;
           if (*w < want) break;
         }
@@ -943,6 +1003,8 @@ Decision CopyFileRange(FdCall& c, SyscallRegs& call) {
         long r = static_cast<long>(done_bytes);
         if (done_bytes == 0) return r;
         const int64_t n = static_cast<int64_t>(done_bytes);
+        if (mapped)
+          c.maps.Wrote(*fo.mfs, fo.id, static_cast<uint64_t>(pout), copied.data(), done_bytes);
         if (in_p) {
           const int64_t now = pin + n;
           if (WriteMemory(*c.t.proc, in_p, &now, sizeof now) != 0) r = -EFAULT;

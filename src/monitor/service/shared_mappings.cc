@@ -11,6 +11,8 @@
 #include <cstring>
 #include <vector>
 
+#include "monitor/service/byte_shift.h"
+
 namespace amino::monitor::service {
 
 namespace {
@@ -217,6 +219,41 @@ void SharedMappings::Wrote(const MountFs& m, schema::FileId id, uint64_t at, con
 void SharedMappings::Resized(const MountFs& m, schema::FileId id, uint64_t size) {
   // Cut off, or extended with zeros, as the schema's file.
   if (const Mapping* mapping = Find(m, id)) (void)ftruncate(mapping->fd, static_cast<off_t>(size));
+}
+
+void SharedMappings::Collapsed(const MountFs& m, schema::FileId id, uint64_t at, uint64_t len) {
+  const Mapping* mapping = Find(m, id);
+  if (!mapping) return;
+  const int fd = mapping->fd;
+  const uint64_t size = SizeOf(fd);
+  if (at + len > size) return;
+  (void)ShiftBytes(
+      at + len, at, size - at - len, kChunk,
+      [fd](uint64_t pos, char* buf, size_t n) { return ReadAll(fd, buf, n, pos); },
+      [fd](uint64_t pos, const char* buf, size_t n) { return WriteAll(fd, buf, n, pos); });
+  (void)ftruncate(fd, static_cast<off_t>(size - len));
+}
+
+void SharedMappings::Inserted(const MountFs& m, schema::FileId id, uint64_t at, uint64_t len) {
+  const Mapping* mapping = Find(m, id);
+  if (!mapping) return;
+  const int fd = mapping->fd;
+  const uint64_t size = SizeOf(fd);
+  if (at > size) return;
+  (void)ShiftBytes(
+      at, at + len, size - at, kChunk,
+      [fd](uint64_t pos, char* buf, size_t n) { return ReadAll(fd, buf, n, pos); },
+      [fd](uint64_t pos, const char* buf, size_t n) { return WriteAll(fd, buf, n, pos); });
+  // The opened range reads as zeros: a hole punched where the moved bytes were.
+  if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(at),
+                static_cast<off_t>(len)) != 0) {
+    const std::vector<char> zeros(static_cast<size_t>(std::min<uint64_t>(len, kChunk)));
+    for (uint64_t done = 0; done < len;) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(len - done, kChunk));
+      if (!WriteAll(fd, zeros.data(), n, at + done)) break;
+      done += n;
+    }
+  }
 }
 
 void SharedMappings::Refresh(MountFs& m, schema::FileId id) {

@@ -53,6 +53,10 @@ class SharedMappings {
   // dropping stores not yet written back rather than bringing aborted bytes back.)
   void Wrote(const MountFs& m, schema::FileId id, uint64_t at, const char* data, size_t len);
   void Resized(const MountFs& m, schema::FileId id, uint64_t size);
+  // fallocate removed (COLLAPSE_RANGE) or opened (INSERT_RANGE, zeros) `len` bytes at `at`,
+  // moving the bytes after them: the mapping file moves its own the same way.
+  void Collapsed(const MountFs& m, schema::FileId id, uint64_t at, uint64_t len);
+  void Inserted(const MountFs& m, schema::FileId id, uint64_t at, uint64_t len);
   // The mapping file of `id`, or of every file mapped in `m`, filled again from the schema
   // (after changes the monitor cannot follow byte by byte: fallocate, an abort).
   void Refresh(MountFs& m, schema::FileId id);
