@@ -15,7 +15,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "amino/amino.h"
 #include "monitor/pending_signals.h"
+#include "monitor/syscall_numbers.h"
 #include "monitor/syscall_table.h"
 #include "monitor/tracee_memory.h"
 #include "ptrace-ext/ptrace.h"
@@ -42,6 +44,12 @@ void RecordForward(int sig) { pending_forward = sig; }
 
 bool IsStopSignal(int sig) {
   return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
+// A call numbered from kFirstUnknownSyscall up (x86-64, not libamino's).
+bool IsUnknown(long nr) {
+  return nr >= kFirstUnknownSyscall && nr < static_cast<long>(kX32SyscallBit) &&
+         !(nr >= AMINO_SYS_BASE && nr < AMINO_SYS_BASE + AMINO_SYS_COUNT);
 }
 
 unsigned long CloneFlags(Thread& parent, int event) {
@@ -151,6 +159,10 @@ bool Tracer::StartCommand() {
     if (options_.backend != Backend::kPtrace) {
       int listener = -1;
       std::string err = ptrace_ext::InstallFilter(rules, &listener);
+      if (err.empty()) {
+        err = ptrace_ext::InstallRefusalFrom(kFirstUnknownSyscall, AMINO_SYS_BASE,
+                                             AMINO_SYS_BASE + AMINO_SYS_COUNT);
+      }
       if (!err.empty()) {
         std::fprintf(stderr, "amino run: %s\n", err.c_str());
         _exit(126);
@@ -484,8 +496,21 @@ long Tracer::Refusal(const SyscallRegs& call) const {
     case SYS_ptrace:
       return names_monitor(1) ? -EPERM : 0;
     default:
-      return 0;
+      return IsUnknown(call.nr()) ? -ENOSYS : 0;
   }
+}
+
+long Tracer::ForeignRefusal(const ForeignCall& c) const {
+  if (c.native_nr < 0) {
+    // A number this system's libseccomp cannot name: newer than the monitor if it is from
+    // kFirstUnknownSyscall up (the ABIs share numbers from 424 on).
+    return static_cast<long>(c.nr & ~kX32SyscallBit) >= kFirstUnknownSyscall ? -ENOSYS : 0;
+  }
+  SyscallRegs native;
+  native.regs.orig_rax = static_cast<unsigned long long>(c.native_nr);
+  native.regs.rdi = c.args[0], native.regs.rsi = c.args[1], native.regs.rdx = c.args[2];
+  native.regs.r10 = c.args[3], native.regs.r8 = c.args[4], native.regs.r9 = c.args[5];
+  return Refusal(native);
 }
 
 bool Tracer::MonitorsStop(Thread& t) {
@@ -509,6 +534,10 @@ void Tracer::OnForeignCall(Thread& t, SyscallRegs& call, bool seccomp) {
   const ForeignCall foreign = DescribeForeign(call.regs, [&](uint64_t addr, void* out, size_t n) {
     return ReadMemory(*t.proc, addr, out, n) == 0;
   });
+  if (const long refused = ForeignRefusal(foreign); refused != 0) {
+    Emulate(t, call, seccomp, refused);
+    return;
+  }
   const long result = handler_.OnForeignCall(t, foreign);
   if (result == 0) {
     Resume(t);

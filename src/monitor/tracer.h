@@ -58,11 +58,15 @@ class Tracer {
   bool MonitorsStop(Thread& t);
   static bool InstallsOwnFilter(const SyscallRegs& call);
   // Calls no traced program may make, whatever the handler: io_uring (its operations would
-  // reach files without a system call the monitor sees) and any call that takes hold of the
-  // monitor itself (pidfd_open, ptrace, process_vm_readv/writev naming its pid). The errno to
+  // reach files without a system call the monitor sees), any call that takes hold of the
+  // monitor itself (pidfd_open, ptrace, process_vm_readv/writev naming its pid) and calls newer
+  // than the monitor (from kFirstUnknownSyscall up, libamino's excepted). The errno to
   // fail `call` with (negative), or 0. The filter refuses them without a stop; this catches
   // them where a call stops anyway (the ptrace backend, calls a handler traps).
   long Refusal(const SyscallRegs& call) const;
+  // The same for a call of another ABI, by its x86-64 namesake; numbers the monitor cannot
+  // name from kFirstUnknownSyscall up fail with ENOSYS.
+  long ForeignRefusal(const ForeignCall& c) const;
   bool ForeignAbi(Thread& t, const SyscallRegs& call, bool seccomp);
   // Runs a call of another ABI, or fails it as the handler says.
   void OnForeignCall(Thread& t, SyscallRegs& call, bool seccomp);

@@ -1,5 +1,6 @@
 #include "ptrace-ext/seccomp_filter.h"
 
+#include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <seccomp.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
@@ -84,6 +86,28 @@ std::string InstallFilter(const std::vector<TrapRule>& rules, int* listener) {
   }
   seccomp_release(ctx);
   return err;
+}
+
+std::string InstallRefusalFrom(long first, long keep, long keep_end) {
+  constexpr uint32_t kX32Bit = 0x40000000;
+  enum : uint8_t { kAllow = 7, kRefuse = 8 };  // the two returns' indexes
+  const sock_filter code[] = {
+      /* 0 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+      /* 1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, kAllow - 2),
+      /* 2 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      /* 3 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, kX32Bit, kAllow - 4, 0),
+      /* 4 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, static_cast<uint32_t>(first), 0, kAllow - 5),
+      /* 5 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, static_cast<uint32_t>(keep), 0, kRefuse - 6),
+      /* 6 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, static_cast<uint32_t>(keep_end), kRefuse - 7, 0),
+      /* 7 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+      /* 8 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+  };
+  sock_fprog prog{static_cast<unsigned short>(sizeof code / sizeof code[0]),
+                  const_cast<sock_filter*>(code)};
+  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0) {
+    return std::string("seccomp(SECCOMP_SET_MODE_FILTER): ") + std::strerror(errno);
+  }
+  return {};
 }
 
 }  // namespace amino::ptrace_ext

@@ -40,4 +40,11 @@ constexpr unsigned long kForeignAbiStop = 0xa318;
 // Returns an error message, empty on success.
 std::string InstallFilter(const std::vector<TrapRule>& rules, int* listener);
 
+// Installs a second, fixed filter in the calling process: every x86-64 call numbered `first` or
+// above fails with ENOSYS, as on a kernel that predates it, except the numbers in [keep,
+// keep_end), which the first filter decides (x32 numbers, above the x32 bit, are left to its
+// foreign-ABI stop too). The kernel's filter cache keeps every lower number free of it.
+// Returns an error message, empty on success.
+std::string InstallRefusalFrom(long first, long keep, long keep_end);
+
 }  // namespace amino::ptrace_ext
