@@ -167,14 +167,24 @@ class MountHandler : public CallHandler {
   int CheckResolveRules(Thread& t, int dirfd, const std::string& path, uint64_t resolve,
                         const Target& target);
   // What readlink of `path` gives when it names a served descriptor's link in /proc
-  // (/proc/PID/fd/N, /proc/self/fd/N, /dev/fd/N): the file's host-side name. nullopt otherwise.
+  // (/proc/PID/fd/N, /proc/self/fd/N, /dev/fd/N) or the cwd link of a process whose cwd is in
+  // a mount (/proc/PID/cwd): the host-side name. nullopt otherwise.
   std::optional<std::string> ServedFdLink(Thread& t, const std::string& path);
   // The served file whose descriptor's link in /proc `path` is exactly, or nullptr.
   std::shared_ptr<ServedFile> ServedFdFile(Thread& t, const std::string& path);
-  // A call that follows `path`'s last link, when `path` is a served descriptor's link in /proc,
-  // acts on that file (not on the placeholder the kernel would reach): `target` is changed
-  // into it. `follows`: the call follows a last link.
+  // The traced thread whose cwd link `path` is exactly, when that cwd is in a mount.
+  Thread* CwdLinkOwner(Thread& t, const std::string& path);
+  // A call that follows `path`'s last link, when `path` is one of those links, acts on that
+  // file or directory (not on the placeholder or host directory the kernel would reach):
+  // `target` is changed into it. `follows`: the call follows a last link.
   void FollowServedFdLink(Thread& t, const std::string& path, bool follows, Target* target);
+  // A path through a /proc link of a traced process followed by more (/proc/self/cwd/x,
+  // /proc/PID/root/MP/x, /proc/self/fd/N/x: mounts/proc_link.h) goes where the link stands
+  // for: *out is set to that path when it differs from where the kernel would go, else left
+  // empty. 0 or -errno (a removed directory, a descriptor of a file).
+  int ThroughProcLink(Thread& t, const std::string& path, std::string* out);
+  // The thread a /proc path's PID names (0: `t`), when the monitor traces it; else nullptr.
+  Thread* ProcLinkOwner(Thread& t, pid_t pid);
   // The call goes to the kernel with `host_path` as path argument `arg`.
   // A chdir given a substitute is still seen at its exit, where the kernel's cwd changed.
   Decision Substitute(Thread& t, SyscallRegs& call, int arg, const std::string& host_path);

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <string>
 
+#include "monitor/mounts/proc_link.h"
 #include "monitor/service/mount_handler.h"
 #include "monitor/shared_region.h"
 #include "monitor/tracee_memory.h"
@@ -114,9 +115,12 @@ const std::string& MountHandler::HostCwd(Thread& t) {
   return fs.host_cwd;
 }
 
-int MountHandler::Resolve(Thread& t, int dirfd, const std::string& given, bool empty_ok,
+int MountHandler::Resolve(Thread& t, int dirfd, const std::string& as_given, bool empty_ok,
                           Target* out) {
   *out = Target();
+  std::string through;  // `as_given` with a /proc link replaced by what it stands for
+  if (int err = ThroughProcLink(t, as_given, &through)) return err;
+  const std::string& given = through.empty() ? as_given : through;
   // A removed base directory (cwd or dirfd): the kernel keeps a dead directory's parent, so
   // ".." is the directory that held it when the monitor last saw its path.
   std::string dead_dir, from_parent;
@@ -227,19 +231,87 @@ int MountHandler::Resolve(Thread& t, int dirfd, const std::string& given, bool e
   return 0;
 }
 
+Thread* MountHandler::ProcLinkOwner(Thread& t, pid_t pid) {
+  if (pid == 0) return &t;
+  Thread* owner = table_ ? table_->Find(pid) : nullptr;
+  return owner && owner->proc ? owner : nullptr;
+}
+
+int MountHandler::ThroughProcLink(Thread& t, const std::string& path, std::string* out) {
+  using Kind = mounts::ProcLinkPath::Kind;
+  const mounts::ProcLinkPath link = mounts::ParseProcLink(path);
+  if (link.kind == Kind::kNone || link.rest.empty()) return 0;  // a last link: the caller's
+  Thread* owner = ProcLinkOwner(t, link.pid);
+  if (!owner) return 0;  // not a traced process: the kernel's business
+  std::string base;
+  switch (link.kind) {
+    case Kind::kCwd: {
+      const FsContext& fs = *owner->proc->fs;
+      if (fs.cwd_mount < 0) return 0;  // the kernel has the cwd itself
+      const std::string cwd = CwdPath(*owner);
+      if (cwd.empty()) return -ENOENT;  // removed: nothing is below it
+      base = mounts_[static_cast<size_t>(fs.cwd_mount)]->mount->HostPathOf(cwd);
+      break;
+    }
+    case Kind::kRoot:
+      base = ReadLink("/proc/" + std::to_string(owner->tid) + "/root");
+      if (base == "/") base.clear();
+      break;
+    case Kind::kFd: {
+      auto it = owner->proc->fds->files.find(link.fd);
+      if (it == owner->proc->fds->files.end()) return 0;  // the kernel: ENOENT
+      if (auto f = std::dynamic_pointer_cast<ServedFile>(it->second)) {
+        if (!f->is_dir()) return -ENOTDIR;
+        const std::string dir = DirPath(*f);
+        if (dir.empty()) return -ENOENT;
+        base = f->mfs->mount->HostPathOf(dir);
+      } else if (auto h = host::ShadowOf(*owner, link.fd)) {
+        base = ReadLink("/proc/self/fd/" + std::to_string(h->fd));
+      } else {
+        base = ReadLink("/proc/" + std::to_string(owner->tid) + "/fd/" + std::to_string(link.fd));
+      }
+      // Not a directory by name (a pipe, a removed directory): the kernel's answer stands.
+      if (base.empty() || base[0] != '/' || base.ends_with(" (deleted)")) return 0;
+      break;
+    }
+    case Kind::kNone:
+      return 0;
+  }
+  *out = base + link.rest;
+  return 0;
+}
+
 std::optional<std::string> MountHandler::ServedFdLink(Thread& t, const std::string& path) {
-  std::shared_ptr<ServedFile> f = ServedFdFile(t, path);
-  if (!f) return std::nullopt;
-  std::string now = PathOfId(*f->mfs, f->id);
-  if (!now.empty()) return f->mfs->mount->HostPathOf(now);
-  return f->mfs->mount->HostPathOf(f->opened_name.empty() ? "/" : f->opened_name) + " (deleted)";
+  if (std::shared_ptr<ServedFile> f = ServedFdFile(t, path)) {
+    std::string now = PathOfId(*f->mfs, f->id);
+    if (!now.empty()) return f->mfs->mount->HostPathOf(now);
+    return f->mfs->mount->HostPathOf(f->opened_name.empty() ? "/" : f->opened_name) + " (deleted)";
+  }
+  Thread* owner = CwdLinkOwner(t, path);
+  if (!owner) return std::nullopt;
+  const FsContext& fs = *owner->proc->fs;
+  const mounts::Mount& mount = *mounts_[static_cast<size_t>(fs.cwd_mount)]->mount;
+  const std::string cwd = CwdPath(*owner);
+  if (!cwd.empty()) return mount.HostPathOf(cwd);
+  return mount.HostPathOf(fs.cwd_last.empty() ? "/" : fs.cwd_last) + " (deleted)";
 }
 
 void MountHandler::FollowServedFdLink(Thread& t, const std::string& path, bool follows,
                                       Target* target) {
   if (!follows || target->kind != Target::Kind::kHost) return;
   std::shared_ptr<ServedFile> f = ServedFdFile(t, path);
-  if (!f) return;
+  if (!f) {
+    // /proc/PID/cwd of a process whose cwd is in a mount: that directory.
+    Thread* owner = CwdLinkOwner(t, path);
+    if (!owner) return;
+    const FsContext& fs = *owner->proc->fs;
+    f = std::make_shared<ServedFile>();
+    f->mfs = mounts_[static_cast<size_t>(fs.cwd_mount)].get();
+    f->id = fs.cwd_id;
+    f->type = S_IFDIR;
+    f->flags = O_RDONLY | O_DIRECTORY;
+    f->opened_name = fs.cwd_last;
+  }
   // By its name when it has one (every call can take a path); a removed file, or a symbolic
   // link (O_PATH | O_NOFOLLOW: the link is the file, not its target), by itself.
   std::string now = S_ISLNK(f->type) ? std::string() : PathOfId(*f->mfs, f->id);
@@ -254,51 +326,20 @@ void MountHandler::FollowServedFdLink(Thread& t, const std::string& path, bool f
   }
 }
 
+Thread* MountHandler::CwdLinkOwner(Thread& t, const std::string& path) {
+  const mounts::ProcLinkPath link = mounts::ParseProcLink(path);
+  if (link.kind != mounts::ProcLinkPath::Kind::kCwd || !link.rest.empty()) return nullptr;
+  Thread* owner = ProcLinkOwner(t, link.pid);
+  return owner && owner->proc->fs->cwd_mount >= 0 ? owner : nullptr;
+}
+
 std::shared_ptr<ServedFile> MountHandler::ServedFdFile(Thread& t, const std::string& path) {
-  // /proc/self/fd/N, /proc/thread-self/fd/N, /proc/PID[/task/TID]/fd/N, /dev/fd/N.
-  auto number = [&](size_t at, size_t* end) -> long {
-    size_t e = at;
-    while (e < path.size() && isdigit(static_cast<unsigned char>(path[e]))) ++e;
-    if (e == at || e - at > 9) return -1;
-    *end = e;
-    return std::stol(path.substr(at, e - at));
-  };
-  Process* owner = nullptr;
-  size_t at = 0, end = 0;
-  if (path.starts_with("/dev/fd/")) {
-    owner = t.proc.get();
-    at = 8;
-  } else if (path.starts_with("/proc/")) {
-    at = 6;
-    if (path.compare(at, 5, "self/") == 0) {
-      owner = t.proc.get();
-      at += 5;
-    } else if (path.compare(at, 12, "thread-self/") == 0) {
-      owner = t.proc.get();
-      at += 12;
-    } else {
-      long pid = number(at, &end);
-      if (pid <= 0 || end >= path.size() || path[end] != '/') return nullptr;
-      Thread* other = table_ ? table_->Find(static_cast<pid_t>(pid)) : nullptr;
-      if (!other || !other->proc) return nullptr;
-      owner = other->proc.get();
-      at = end + 1;
-      if (path.compare(at, 5, "task/") == 0) {
-        if (number(at + 5, &end) <= 0 || end >= path.size() || path[end] != '/') {
-          return nullptr;
-        }
-        at = end + 1;
-      }
-    }
-    if (path.compare(at, 3, "fd/") != 0) return nullptr;
-    at += 3;
-  } else {
-    return nullptr;
-  }
-  long fd = number(at, &end);
-  if (fd < 0 || end != path.size()) return nullptr;
-  auto it = owner->fds->files.find(static_cast<int>(fd));
-  if (it == owner->fds->files.end()) return nullptr;
+  const mounts::ProcLinkPath link = mounts::ParseProcLink(path);
+  if (link.kind != mounts::ProcLinkPath::Kind::kFd || !link.rest.empty()) return nullptr;
+  Thread* owner = ProcLinkOwner(t, link.pid);
+  if (!owner) return nullptr;
+  auto it = owner->proc->fds->files.find(link.fd);
+  if (it == owner->proc->fds->files.end()) return nullptr;
   return std::dynamic_pointer_cast<ServedFile>(it->second);
 }
 
