@@ -82,6 +82,9 @@ class CallHandler {
   }
   // Extra calls the filter must trap for this handler.
   virtual std::vector<long> ExtraTrapped() const { return {}; }
+  // Host directories the traced tree must never write to (those under mount points):
+  // covered in its mount namespace where the monitor may (mount_cover.h).
+  virtual std::vector<std::string> CoveredPoints() const { return {}; }
   // Where a handler that injects calls reports a tracee that died meanwhile.
   virtual void SetExitSink(std::function<void(pid_t, int)> sink) { exit_sink_ = std::move(sink); }
   // The tracer's table, for handlers that look at other tracees (descriptors passed by path).

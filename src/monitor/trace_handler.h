@@ -24,6 +24,7 @@ class TraceHandler : public CallHandler {
   }
   void Finish() override { inner_->Finish(); }
   std::vector<long> ExtraTrapped() const override { return inner_->ExtraTrapped(); }
+  std::vector<std::string> CoveredPoints() const override { return inner_->CoveredPoints(); }
   // Every call's result is printed, so every call stops at its exit.
   bool NeedsStop(long) const override { return true; }
   bool Emulates() const override { return inner_->Emulates(); }

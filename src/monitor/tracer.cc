@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "amino/amino.h"
+#include "monitor/mount_cover.h"
 #include "monitor/pending_signals.h"
 #include "monitor/syscall_numbers.h"
 #include "monitor/syscall_table.h"
@@ -137,6 +138,13 @@ bool Tracer::StartCommand() {
   for (const ptrace_ext::TrapRule& r : refusals) {
     if (!trapped_.count(r.nr)) rules.push_back(r);
   }
+  // A filter with a listener stops to be refused (see Refusal). Under the notify backend the
+  // kernel refuses it already: the monitor's filter has a listener.
+  if (!notify) {
+    rules.push_back({SYS_seccomp, false, 1, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                     SECCOMP_FILTER_FLAG_NEW_LISTENER});
+  }
+  const std::vector<std::string> covered = handler_.CoveredPoints();
   int sync[2];
   if (pipe2(sync, O_CLOEXEC) != 0) return false;
   pid_t pid = fork();
@@ -153,6 +161,7 @@ bool Tracer::StartCommand() {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);  // the monitor blocks SIGCHLD for its signalfd
+    (void)CoverMountPoints(covered);           // best effort: EPERM without CAP_SYS_ADMIN
     // Under the ptrace backend the monitor starts watching calls at this stop, so the
     // command's first traced call is its execve, as under the filter.
     if (options_.backend == Backend::kPtrace) raise(SIGSTOP);
@@ -495,6 +504,14 @@ long Tracer::Refusal(const SyscallRegs& call) const {
       return names_monitor(0) ? -EPERM : 0;
     case SYS_ptrace:
       return names_monitor(1) ? -EPERM : 0;
+    case SYS_seccomp:
+      // A filter of the program's own with a listener: its SECCOMP_RET_USER_NOTIF would
+      // outrank the monitor's SECCOMP_RET_TRACE, and its CONTINUE run a call unseen. Refused
+      // as the kernel refuses a second listener in a chain (the notify backend's own is one).
+      return call.arg(0) == SECCOMP_SET_MODE_FILTER &&
+                     (call.arg(1) & SECCOMP_FILTER_FLAG_NEW_LISTENER)
+                 ? -EBUSY
+                 : 0;
     default:
       return IsUnknown(call.nr()) ? -ENOSYS : 0;
   }

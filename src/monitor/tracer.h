@@ -59,8 +59,9 @@ class Tracer {
   static bool InstallsOwnFilter(const SyscallRegs& call);
   // Calls no traced program may make, whatever the handler: io_uring (its operations would
   // reach files without a system call the monitor sees), any call that takes hold of the
-  // monitor itself (pidfd_open, ptrace, process_vm_readv/writev naming its pid) and calls newer
-  // than the monitor (from kFirstUnknownSyscall up, libamino's excepted). The errno to
+  // monitor itself (pidfd_open, ptrace, process_vm_readv/writev naming its pid), a seccomp
+  // filter of the program's own with a listener, and calls newer than the monitor (from
+  // kFirstUnknownSyscall up, libamino's excepted). The errno to
   // fail `call` with (negative), or 0. The filter refuses them without a stop; this catches
   // them where a call stops anyway (the ptrace backend, calls a handler traps).
   long Refusal(const SyscallRegs& call) const;

@@ -663,7 +663,11 @@ Decision MountHandler::Exec(Thread& t, SyscallRegs& call) {
     }
     exec_path = copy;
     if (setid && geteuid() == 0) {
-      host::ScopedFd program(open(copy.c_str(), O_RDONLY | O_CLOEXEC));
+      // Opened through the tracee's root, so that the descriptor's mount is one of the
+      // tracee's mount namespace (mount_cover.h): the kernel honours set-id bits only on a
+      // mount of the caller's own namespace.
+      const std::string theirs = "/proc/" + std::to_string(t.proc->tgid) + "/root" + copy;
+      host::ScopedFd program(open(theirs.c_str(), O_RDONLY | O_CLOEXEC));
       const int err = errno;
       RemoveProgramCopy(copy);
       copy.clear();

@@ -74,6 +74,12 @@ std::vector<long> MountHandler::ExtraTrapped() const {
   return nrs;
 }
 
+std::vector<std::string> MountHandler::CoveredPoints() const {
+  std::vector<std::string> points;
+  for (const mounts::Mount& m : mount_table_.mounts()) points.push_back(m.host_point);
+  return points;
+}
+
 bool MountHandler::NeedsStop(long nr) const {
   switch (nr) {
     case SYS_execve:

@@ -81,6 +81,7 @@ class MountHandler : public CallHandler {
   void OnTaskExit(Thread& t) override;
   void OnNewTask(Thread& parent, Thread& child, bool thread) override;
   std::vector<long> ExtraTrapped() const override;
+  std::vector<std::string> CoveredPoints() const override;
   bool NeedsStop(long nr) const override;
   bool Emulates() const override { return true; }
   long OnForeignCall(Thread& t, const ForeignCall& call) override;  // mount_foreign.cc
