@@ -17,7 +17,7 @@ Status ChmodNode(Ops& ops, DB_TXN* t, const Cred& c, Node& n, mode_t mode) {
   if (n.is_link()) return Status::Errno(EOPNOTSUPP);
   if (!IsOwnerOrPrivileged(n.attr, c)) return Status::Errno(EPERM);
   mode &= 07777;
-  if (!c.privileged() && !c.in_group(n.attr.gid)) mode &= ~S_ISGID;
+  if (!c.in_group_or_fsetid(n.attr.gid)) mode &= ~S_ISGID;
   n.attr.mode = (n.attr.mode & S_IFMT) | mode;
   n.attr.ctime = Now();
   if (n.attr.flags & kHasAccessAcl) {
@@ -32,7 +32,9 @@ Status ChmodNode(Ops& ops, DB_TXN* t, const Cred& c, Node& n, mode_t mode) {
 Status ChownNode(Ops& ops, DB_TXN* t, const Cred& c, Node& n, uid_t uid, gid_t gid) {
   const bool set_uid = uid != static_cast<uid_t>(-1);
   const bool set_gid = gid != static_cast<gid_t>(-1);
-  if (!c.privileged()) {
+  // chown_ok(), chgrp_ok(): the owner may keep the owner and give the file one of its
+  // groups; CAP_CHOWN anything.
+  if (!c.has(kCapChown)) {
     if (set_uid && (uid != n.attr.uid || c.uid != n.attr.uid)) return Status::Errno(EPERM);
     if (set_gid && (c.uid != n.attr.uid || (gid != n.attr.gid && !c.in_group(gid)))) {
       return Status::Errno(EPERM);
@@ -43,7 +45,7 @@ Status ChownNode(Ops& ops, DB_TXN* t, const Cred& c, Node& n, uid_t uid, gid_t g
   uint32_t mode = n.attr.mode;
   if (!n.is_dir() && !n.is_link()) {
     mode &= ~S_ISUID;
-    if ((mode & S_ISGID) && ((mode & S_IXGRP) || !(c.privileged() || c.in_group(n.attr.gid)))) {
+    if ((mode & S_ISGID) && ((mode & S_IXGRP) || !c.in_group_or_fsetid(n.attr.gid))) {
       mode &= ~S_ISGID;
     }
   }

@@ -57,7 +57,7 @@ namespace {
 // A write or truncate by a caller without CAP_FSETID drops set-user-id, and set-group-id when
 // it means "execute as the group" or the caller is not in the file's group.
 void DropPrivileges(Attr& a, const Cred& c) {
-  if (c.privileged() || !S_ISREG(a.mode)) return;
+  if (c.has(kCapFsetid) || !S_ISREG(a.mode)) return;
   a.mode &= ~S_ISUID;
   if ((a.mode & S_ISGID) && ((a.mode & S_IXGRP) || !c.in_group(a.gid))) a.mode &= ~S_ISGID;
 }

@@ -48,8 +48,8 @@ static Result<NewFile> InitialAttr(Store& s, DB_TXN* t, const Cred& c, mode_t mo
     a.gid = parent_attr.gid;
     if (S_ISDIR(mode)) {
       a.mode |= S_ISGID;
-    } else if ((a.mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP) && !c.in_group(a.gid) &&
-               !c.privileged()) {
+    } else if ((a.mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP) &&
+               !c.in_group_or_fsetid(a.gid)) {
       a.mode &= ~S_ISGID;
     }
   }
@@ -217,7 +217,7 @@ bool OnlyLastNameTooLong(std::string_view path) {
 }
 
 Status CheckSticky(const Attr& dir, const Attr& victim, const Cred& c) {
-  if ((dir.mode & S_ISVTX) && !c.privileged() && c.uid != victim.uid && c.uid != dir.uid) {
+  if ((dir.mode & S_ISVTX) && c.uid != victim.uid && c.uid != dir.uid && !c.has(kCapFowner)) {
     return Status::Errno(EPERM);
   }
   return Status::Ok();
@@ -392,7 +392,7 @@ Result<Stat> FileSystem::Mknod(Transaction& txn, const Cred& c, std::string_view
       break;
     case S_IFCHR:
     case S_IFBLK:
-      if (!c.privileged()) return Status::Errno(EPERM);
+      if (!c.has(kCapMknod)) return Status::Errno(EPERM);
       break;
     case S_IFDIR:
       return Status::Errno(EPERM);

@@ -11,13 +11,11 @@ timespec Now() {
   return ts;
 }
 
-bool Permitted(const Node& n, const Cred& c, int mask) {
+namespace {
+
+// acl_permission_check(): the mode bits, or the ACL.
+bool ModePermits(const Node& n, const Cred& c, int mask) {
   const Attr& a = n.attr;
-  if (c.privileged()) {
-    // CAP_DAC_OVERRIDE: everything but executing a file nobody may execute.
-    if ((mask & 1) && !S_ISDIR(a.mode) && !(a.mode & 0111)) return false;
-    return true;
-  }
   unsigned bits;
   if (c.uid == a.uid) {
     bits = (a.mode >> 6) & 7;
@@ -33,7 +31,23 @@ bool Permitted(const Node& n, const Cred& c, int mask) {
   return (bits & static_cast<unsigned>(mask)) == static_cast<unsigned>(mask);
 }
 
-bool IsOwnerOrPrivileged(const Attr& a, const Cred& c) { return c.privileged() || c.uid == a.uid; }
+}  // namespace
+
+bool Permitted(const Node& n, const Cred& c, int mask) {
+  if (ModePermits(n, c, mask)) return true;
+  // generic_permission(): what the capabilities override.
+  const mode_t mode = n.attr.mode;
+  if (S_ISDIR(mode)) {
+    if (!(mask & 2) && c.has(kCapDacReadSearch)) return true;
+    return c.has(kCapDacOverride);
+  }
+  if (mask == 4 && c.has(kCapDacReadSearch)) return true;
+  // Reading and writing, always; executing, when someone may execute the file.
+  if (!(mask & 1) || (mode & 0111)) return c.has(kCapDacOverride);
+  return false;
+}
+
+bool IsOwnerOrPrivileged(const Attr& a, const Cred& c) { return c.owns(a.uid); }
 
 static Status Damaged(const std::string& what) {
   return Status::Storage(EUCLEAN, "damaged record: " + what);
@@ -202,8 +216,9 @@ Result<Resolved> Ops::Resolve(DB_TXN* t, const Cred& c, std::string_view path, b
 
   // Fast path: a privileged caller (no search checks) naming an existing file by a clean path
   // needs one lookup, since a key exists only under real directories.
-  if (c.privileged() && path.size() > 1 && path[0] == '/' && path.back() != '/' &&
-      path.find("//") == std::string_view::npos && path.find("/.") == std::string_view::npos) {
+  if ((c.has(kCapDacReadSearch) || c.has(kCapDacOverride)) && path.size() > 1 && path[0] == '/' &&
+      path.back() != '/' && path.find("//") == std::string_view::npos &&
+      path.find("/.") == std::string_view::npos) {
     AMINO_ASSIGN_OR_RETURN(std::optional<PathValue> pv, GetPath(t, path));
     if (pv && (!follow || !S_ISLNK(pv->mode))) {
       Resolved r;

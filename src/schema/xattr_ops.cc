@@ -75,10 +75,10 @@ Result<Space> Namespace(std::string_view name) {
 Status CheckAccess(const Node& n, const Cred& c, Space space, bool write) {
   switch (space) {
     case Space::kTrusted:
-      if (!c.privileged()) return Status::Errno(write ? EPERM : ENODATA);
+      if (!c.has(kCapSysAdmin)) return Status::Errno(write ? EPERM : ENODATA);
       return Status::Ok();
     case Space::kSecurity:
-      if (write && !c.privileged()) return Status::Errno(EPERM);
+      if (write && !c.has(kCapSysAdmin)) return Status::Errno(EPERM);
       return Status::Ok();
     case Space::kAcl:  // reading needs nothing; writing: SetAcl
       return Status::Ok();
@@ -122,7 +122,7 @@ Status SetAcl(Ops& ops, DB_TXN* t, const Cred& c, Node& n, std::string_view name
   if (name == kAclAccessName && !acl.empty()) {
     uint32_t mode = n.attr.mode;
     if (!AclToMode(acl, &mode)) acl.clear();
-    if (!c.privileged() && !c.in_group(n.attr.gid)) mode &= ~S_ISGID;
+    if (!c.in_group_or_fsetid(n.attr.gid)) mode &= ~S_ISGID;
     n.attr.mode = mode;
     changed = true;
   } else if (!acl.empty()) {
@@ -172,7 +172,7 @@ Result<std::vector<std::string>> List(Store& s, DB_TXN* t, const Cred& c, const 
   while (more && cur.key().substr(0, prefix.size()) == prefix) {
     std::string name(cur.key().substr(prefix.size()));
     // Unprivileged callers do not see trusted.* at all.
-    if (c.privileged() || name.rfind("trusted.", 0) != 0) out.push_back(std::move(name));
+    if (c.has(kCapSysAdmin) || name.rfind("trusted.", 0) != 0) out.push_back(std::move(name));
     AMINO_ASSIGN_OR_RETURN(more, cur.Next());
   }
   return out;

@@ -9,7 +9,7 @@
 namespace amino::schema::testing {
 
 void RunAs(const Cred& cred, const std::function<void()>& f) {
-  if (cred.privileged() && cred.gid == 0 && cred.groups.empty()) {
+  if (cred.uid == 0 && cred.caps == kAllCaps && cred.gid == 0 && cred.groups.empty()) {
     f();
     return;
   }

@@ -155,6 +155,7 @@ bool ChangesCredentials(long nr) {
     case SYS_setfsuid:
     case SYS_setfsgid:
     case SYS_setgroups:
+    case SYS_capset:
     case SYS_umask:
       return true;
     default:

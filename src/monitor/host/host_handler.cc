@@ -51,7 +51,7 @@ const Creds& HostHandler::CredsOf(Thread& t) {
 std::vector<long> HostHandler::ExtraTrapped() const {
   // Credential and umask changes invalidate what the monitor caches of a thread.
   return {SYS_setuid, SYS_setgid, SYS_setreuid, SYS_setregid, SYS_setresuid, SYS_setresgid,
-          SYS_setfsuid, SYS_setfsgid, SYS_setgroups, SYS_umask,
+          SYS_setfsuid, SYS_setfsgid, SYS_setgroups, SYS_capset, SYS_umask,
           // Shadows travel between processes in SCM_RIGHTS messages.
           SYS_sendmsg, SYS_recvmsg};
 }

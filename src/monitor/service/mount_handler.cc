@@ -102,8 +102,10 @@ bool MountHandler::NeedsStop(long nr) const {
 schema::Cred MountHandler::CredOf(Thread& t, bool real) {
   const host::Creds* c = creds_.Get(t.tid);
   if (!c) return schema::Cred::Root();
-  return real ? schema::Cred::User(c->ruid, c->rgid, c->groups)
-              : schema::Cred::User(c->fsuid, c->fsgid, c->groups);
+  // access() checks the real ids with the capabilities a root real uid is given, or none
+  // (access_override_creds()).
+  return real ? schema::Cred::User(c->ruid, c->rgid, c->groups, c->ruid == 0 ? c->cap_permitted : 0)
+              : schema::Cred::User(c->fsuid, c->fsgid, c->groups, c->cap_effective);
 }
 
 mode_t MountHandler::UmaskOf(Thread& t) {
@@ -584,7 +586,7 @@ Decision MountHandler::Fcntl(Thread& t, SyscallRegs& call, ServedFile& f) {
             },
             [] { return 0L; });
         if (d.kind != Decision::Kind::kEmulate || d.result != 0) return d;
-        if (!cred.privileged() && cred.uid != owner) return Decision::Emulate(-EPERM);
+        if (!cred.owns(owner)) return Decision::Emulate(-EPERM);
       }
       f.flags = (f.flags & ~kSettable) | (want & kSettable);
       return Decision::Emulate(0);
