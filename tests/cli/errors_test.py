@@ -182,6 +182,29 @@ class DamagedDatabaseTest(clitest.TreeTestCase):
         self.assertOneLineError(run("fsck", copy, check=2), "fsck")
         self.check_fails_cleanly(copy)
 
+    def test_run_on_a_damaged_database(self):
+        """amino run refuses a database it cannot open, and reports damage met later once,
+        each time naming the fsck to run; nothing of the original changes."""
+        def half(p, size):
+            os.truncate(p, size // 2)
+
+        def garble_middle(p, size):
+            with open(p, "r+b") as f:
+                f.seek(size // 2 // 4096 * 4096)
+                f.write(os.urandom(16 * 4096))
+        for name, damage in (("truncated", half), ("garbled", garble_middle)):
+            with self.subTest(damage=name):
+                shutil.rmtree(self.path("copy"), ignore_errors=True)
+                copy = self.damaged_copy(damage)
+                mp = self.path("m")
+                proc = run("run", "--mount", f"{mp}={copy}", "--", "sh", "-c",
+                           f"cat {mp}/d/* > /dev/null")
+                err = proc.stderr.decode(errors="replace")
+                self.assertNotEqual(proc.returncode, 0, err)
+                self.assertIn(f"'amino fsck {copy}'", err)
+                self.assertEqual(err.count("amino fsck"), 1, err)
+                self.assertEqual(digest_dir(self.db), self.original)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -23,7 +23,14 @@ schema::Result<std::vector<std::unique_ptr<MountFs>>> OpenMountFileSystems(
     auto opened = schema::FileSystem::Open(m.db_dir, options);
     if (!opened.ok()) {
       const schema::Status& st = opened.status();
-      return schema::Status::Storage(st.error(), m.point + " (" + m.db_dir + "): " + st.message());
+      std::string msg = m.point + " (" + m.db_dir + "): " + st.message();
+      // Permission and a missing database say what to do themselves; anything else is a
+      // database Berkeley DB cannot use as it is.
+      if (st.error() != EACCES && st.error() != EPERM && st.error() != ENOENT) {
+        msg += "; the database may be damaged: check it with 'amino fsck " + m.db_dir +
+               "' ('amino recover " + m.db_dir + "' runs Berkeley DB's recovery)";
+      }
+      return schema::Status::Storage(st.error(), msg);
     }
     auto mfs = std::make_unique<MountFs>();
     mfs->mount = &m;
@@ -50,7 +57,16 @@ CallOutcome Classify(MountFs& m, schema::Status status) {
     out.kind = CallOutcome::Kind::kConflict;
   } else if (out.status.is_storage()) {
     out.kind = CallOutcome::Kind::kStorage;
-    std::fprintf(stderr, "amino: %s: %s\n", m.mount->point.c_str(), out.status.message().c_str());
+    // Once per mount with what to do: every later call on a damaged database fails the same
+    // way (EIO to the program), and the command's stderr is its own.
+    if (m.storage_failures++ == 0) {
+      std::fprintf(stderr,
+                   "amino: %s: %s\namino: %s: calls on this mount fail with EIO from now on; when "
+                   "the command has ended, check the database with 'amino fsck %s' "
+                   "('amino recover %s' runs Berkeley DB's recovery)\n",
+                   m.mount->point.c_str(), out.status.message().c_str(), m.mount->point.c_str(),
+                   m.mount->db_dir.c_str(), m.mount->db_dir.c_str());
+    }
   }
   return out;
 }

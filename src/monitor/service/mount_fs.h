@@ -35,6 +35,9 @@ struct MountFs {
   // Called after an application transaction on this mount aborted (copies of file content
   // kept outside the schema, such as shared mapping files, are refreshed).
   std::function<void()> after_abort;
+  // Calls that met a failure of the database itself (the first is reported, the count at the
+  // end of the command).
+  uint64_t storage_failures = 0;
 };
 
 // Every mount of `table` opened (running recovery where a previous user died). `sync`: every

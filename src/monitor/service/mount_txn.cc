@@ -23,6 +23,12 @@ void MountHandler::Finish() {
   if (external_) (void)FlushForOutput();
   fifo_waits_.clear();
   nodes_.Remove();
+  for (auto& m : mounts_) {
+    if (m->storage_failures > 1) {
+      std::fprintf(stderr, "amino: %s: %llu calls failed on the database\n",
+                   m->mount->point.c_str(), static_cast<unsigned long long>(m->storage_failures));
+    }
+  }
 }
 
 bool MountHandler::FlushForOutput() {
