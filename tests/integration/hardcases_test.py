@@ -59,6 +59,12 @@ class HardCasesTest(ittest.ScenarioTest):
     def test_sigkill_while_threads_in_file_calls(self):
         self.check([program("exitgroup"), "kill"], expect_status=0, timeout=self.EXIT_TIMEOUT)
 
+    def test_walk_up_by_dotdot_descriptors(self):
+        # openat(fd, "..") from the cwd to "/", as glibc's getcwd walks past PATH_MAX: on a
+        # mount the walk leaves through the mount point, and each level must be the host
+        # directory itself (not a placeholder) to /proc, fchdir and getcwd.
+        self.check([program("updir")], expect_status=0, timeout=30)
+
     def test_clone_untraced_child_stays_traced(self):
         native = self.check([program("untraced")], expect_status=0, timeout=30)
         # The child's own open must be seen by the monitor: a child that escaped tracing makes

@@ -275,6 +275,35 @@ Decision HostHandler::Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t pat
   return Decision::ObserveExit();
 }
 
+Decision HostHandler::OpenInstead(Thread& t, SyscallRegs& call, const std::string& host_path,
+                                  const open_how& how) {
+  const Creds& c = CredsOf(t);
+  const int flags = static_cast<int>(how.flags);
+  {
+    AsTracee as(c);
+    struct stat st;
+    if (fstatat(AT_FDCWD, host_path.c_str(), &st, (flags & O_NOFOLLOW) ? AT_SYMLINK_NOFOLLOW : 0) ==
+            0 &&
+        S_ISFIFO(st.st_mode)) {
+      return OpenSpecialNotified(t, call, AT_FDCWD, host_path, flags, st);
+    }
+  }
+  int fd;
+  {
+    AsTracee as(c);
+    // Never the monitor's controlling terminal; close-on-exec is the tracee's to ask for.
+    open_how host = how;
+    host.flags = (host.flags | O_NOCTTY) & ~static_cast<uint64_t>(O_CLOEXEC);
+    host.mode &= ~static_cast<uint64_t>(c.umask);
+    fd = static_cast<int>(syscall(SYS_openat2, AT_FDCWD, host_path.c_str(), &host, sizeof host));
+    if (fd < 0) return Decision::Emulate(-errno);
+  }
+  ScopedFd owned(fd);
+  long r = listener_->ReplyWithFd(call.notification_id, fd, flags & O_CLOEXEC);
+  if (r == -ENOENT) return Decision::Replied();  // the caller is gone
+  return r < 0 ? Decision::Emulate(r) : Decision::Replied();
+}
+
 Decision HostHandler::OpenNotified(Thread& t, SyscallRegs& call, int hfd, int flags) {
   auto file = std::make_shared<HostFile>();
   file->fd = hfd;

@@ -29,6 +29,13 @@ class HostHandler : public CallHandler {
   bool Emulates() const override { return true; }
   long OnForeignCall(Thread& t, const ForeignCall& call) override;
 
+  // A notified open whose path the caller (the mount handler) replaced with `host_path`, an
+  // absolute host path (one that leaves a mount): the kernel cannot be given another path, so
+  // the monitor opens it as the tracee, `how` applied, and the tracee gets the real descriptor
+  // (no shadow: /proc shows the directory, fchdir and getdents are the kernel's).
+  Decision OpenInstead(Thread& t, SyscallRegs& call, const std::string& host_path,
+                       const open_how& how);
+
  private:
   // What a thread's rewritten call needs at its exit.
   struct Pending {

@@ -10,9 +10,11 @@
 #include <cerrno>
 #include <string>
 
+#include "monitor/calls/validate.h"
 #include "monitor/mounts/proc_link.h"
 #include "monitor/service/mount_handler.h"
 #include "monitor/shared_region.h"
+#include "monitor/syscall_table.h"
 #include "monitor/tracee_memory.h"
 
 namespace amino::monitor::service {
@@ -422,13 +424,36 @@ Decision MountHandler::Substitute(Thread& t, SyscallRegs& call, int arg,
   Decision restart;
   if (call.notified) {
     // A notified call cannot be given other registers: the monitor performs it on the host
-    // (as --emulate=host does), reading the substitute from the shared region.
+    // (as --emulate=host does), reading the substitute from the shared region. An open gives
+    // the tracee a real descriptor of the host file.
+    const long nr = call.nr();
+    if (nr == SYS_open || nr == SYS_openat || nr == SYS_creat || nr == SYS_openat2) {
+      open_how how{};
+      if (nr == SYS_openat2) {
+        if (ReadMemory(*t.proc, call.arg(2), &how, sizeof how) != 0) {
+          return Decision::Emulate(-EFAULT);
+        }
+      } else if (nr == SYS_creat) {
+        how = calls::OpenHowOf(O_CREAT | O_WRONLY | O_TRUNC, static_cast<mode_t>(call.arg(1)));
+      } else {
+        const int at = nr == SYS_openat ? 1 : 0;
+        how = calls::OpenHowOf(static_cast<unsigned>(call.arg(at + 1)),
+                               static_cast<mode_t>(call.arg(at + 2)));
+      }
+      return host_.OpenInstead(t, call, host_path, how);
+    }
     if (!t.proc->region) return Decision::Emulate(-ENOMEM);
     uint64_t addr =
         t.proc->region->Put(t.tid, 4096 * static_cast<size_t>(arg & 3), host_path + '\0');
     if (!addr) return Decision::Emulate(-ENAMETOOLONG);
     SyscallRegs with = call;
     *ArgRegister(with, arg) = addr;
+    // The substitute is absolute: the directory descriptor before it no longer counts, and
+    // may be a served directory the host handler knows nothing of.
+    const SyscallInfo* info = FindSyscall(call.nr());
+    if (info && arg > 0 && info->args[arg - 1] == Arg::kDirFd) {
+      *ArgRegister(with, arg - 1) = static_cast<uint64_t>(static_cast<int64_t>(AT_FDCWD));
+    }
     return host_.OnEntry(t, with);
   }
   if (!EnsureRegion(t, call, &restart)) return restart;
