@@ -32,8 +32,9 @@
  *
  * CONFLICTS. Transactions are serialisable (two-phase locking). A call that needs a lock another
  * transaction holds waits until that transaction ends. Locks are taken on database pages, and
- * opening a file updates its record (the count of open descriptions): transactions that touch
- * different files whose records share a page wait for each other too. When transactions wait for
+ * opening a file in a transaction takes its record for writing (as a write would): transactions
+ * that touch different files whose records share a page wait for each other too, and a
+ * suspended transaction keeps its locks. When transactions wait for
  * each other (a deadlock), or a call has waited longer than the lock timeout of `amino run`
  * (--lock-timeout), the system aborts one of the transactions involved: the call that was waiting,
  * every later file call on an Amino mount in that transaction, and its amino_commit() fail with
