@@ -2,7 +2,7 @@
 # bin/amino; libamino and librvm, shared (with SONAMEs) and static; include/amino/*.h;
 # pkg-config files (amino.pc, amino-rvm.pc); a CMake package (find_package(Amino): imported
 # targets Amino::amino, Amino::amino_static, Amino::rvm, Amino::rvm_static); the example
-# programs; bash completion.
+# programs; bash completion. (The manual pages install from man/.)
 include(CMakePackageConfigHelpers)
 
 install(TARGETS amino RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """`cmake --install` gives a tree programs can be built against and run from (issue 18): the
 build installed under a scratch prefix holds bin/amino, libamino and librvm with their SONAMEs
-(and static), the headers, amino.pc and amino-rvm.pc, the CMake package, the examples and bash
-completion. examples/counter.c is built against the installed tree with `pkg-config --cflags
+(and static), the headers, amino.pc and amino-rvm.pc, the CMake package, the examples, the
+manual pages and bash completion. examples/counter.c is built against the installed tree with `pkg-config --cflags
 --libs amino` and with find_package(Amino) (shared and static), librvm is linked both ways,
 and the pkg-config build runs under the installed amino on a mount: four concurrent counters
 end at the exact total. The completion script completes subcommands and option values.
@@ -60,7 +60,11 @@ def body(scratch):
     check(len(libdirs) == 1, "no single directory holds libamino.so: %r" % libdirs)
     libdir = libdirs[0]
     for rel in ("bin/amino", "include/amino/amino.h", "include/amino/rvm.h",
-                "share/bash-completion/completions/amino", "share/amino/examples/counter.c"):
+                "share/bash-completion/completions/amino", "share/amino/examples/counter.c",
+                "share/man/man1/amino.1", "share/man/man1/amino-run.1",
+                "share/man/man1/amino-txn.1", "share/man/man8/amino-mkfs.8",
+                "share/man/man5/amino-mounts.5", "share/man/man3/amino.3",
+                "share/man/man3/amino-rvm.3"):
         check(os.path.exists(os.path.join(prefix, rel)), "not installed: " + rel)
     for lib, so in (("amino", "libamino.so.0"), ("rvm", "librvm.so.0")):
         check(os.path.islink(os.path.join(libdir, "lib%s.so" % lib)), "no lib%s.so link" % lib)
@@ -71,6 +75,9 @@ def body(scratch):
             "amino" if lib == "amino" else "amino-rvm"))), "no pkg-config file for " + lib)
     check(os.path.isfile(os.path.join(libdir, "cmake", "Amino", "AminoConfig.cmake")),
           "no CMake package")
+    page = run(["man", "-l", os.path.join(prefix, "share/man/man1/amino-run.1")], "man -l",
+               env=dict(os.environ, MANWIDTH="80"))
+    check("amino run" in page and "--durability" in page, "amino-run(1) renders as %r" % page[:200])
     say("installed under %s (libraries in %s)" % (prefix, os.path.relpath(libdir, prefix)))
 
     env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(libdir, "pkgconfig"))
