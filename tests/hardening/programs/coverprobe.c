@@ -15,21 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static const char* Result(int ok) {
-  if (ok) return "OK";
-  switch (errno) {
-    case EROFS:
-      return "EROFS";
-    case EACCES:
-      return "EACCES";
-    case ENOENT:
-      return "ENOENT";
-    case EPERM:
-      return "EPERM";
-    default:
-      return strerror(errno);
-  }
-}
+// OK, or the errno's name.
+static const char* Result(int ok) { return ok ? "OK" : strerrorname_np(errno); }
 
 static int Create(const char* path) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

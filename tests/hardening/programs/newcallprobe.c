@@ -37,27 +37,8 @@ static long Int80(long nr, long a, long b, long c, long d, long e) {
   return ret;
 }
 
-static const char* Result(long r) {
-  if (r >= 0) return "OK";
-  switch (errno) {
-    case ENOSYS:
-      return "ENOSYS";
-    case ENOENT:
-      return "ENOENT";
-    case EOPNOTSUPP:
-      return "EOPNOTSUPP";
-    case EPERM:
-      return "EPERM";
-    case EACCES:
-      return "EACCES";
-    case EINVAL:
-      return "EINVAL";
-    case ENODATA:
-      return "ENODATA";
-    default:
-      return strerror(errno);
-  }
-}
+// OK, or the errno's name.
+static const char* Result(long r) { return r >= 0 ? "OK" : strerrorname_np(errno); }
 
 int main(int argc, char** argv) {
   if (argc != 2) {

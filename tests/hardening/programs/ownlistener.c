@@ -17,21 +17,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static const char* Result(long r) {
-  if (r >= 0) return "OK";
-  switch (errno) {
-    case EBUSY:
-      return "EBUSY";
-    case EPERM:
-      return "EPERM";
-    case ENOSYS:
-      return "ENOSYS";
-    case EROFS:
-      return "EROFS";
-    default:
-      return strerror(errno);
-  }
-}
+// OK, or the errno's name.
+static const char* Result(long r) { return r >= 0 ? "OK" : strerrorname_np(errno); }
 
 static void* Supervise(void* arg) {
   const int listener = *(int*)arg;
