@@ -23,7 +23,10 @@ schema::Result<std::vector<std::unique_ptr<MountFs>>> OpenMountFileSystems(
     auto opened = schema::FileSystem::Open(m.db_dir, options);
     if (!opened.ok()) {
       const schema::Status& st = opened.status();
-      std::string msg = m.point + " (" + m.db_dir + "): " + st.message();
+      // The status made here says "storage failure" once.
+      std::string why = st.message();
+      if (st.is_storage() && why.starts_with("storage failure: ")) why.erase(0, 17);
+      std::string msg = m.point + " (" + m.db_dir + "): " + why;
       // Permission and a missing database say what to do themselves; anything else is a
       // database Berkeley DB cannot use as it is.
       if (st.error() != EACCES && st.error() != EPERM && st.error() != ENOENT) {
