@@ -5,7 +5,7 @@ point as its cwd, so /proc/self/cwd/x, /proc/PID/cwd/x and /proc/PID/task/TID/cw
 there; /proc/self/root/MP/x and /proc/self/fd/N/x (N a served directory; also /dev/fd/N/x)
 went around the monitor the same way. On every backend, bash writes through each link with its
 cwd in a mount: every file must be in the mount, readlink /proc/self/cwd must name the served
-directory, and the host directory must stay empty.
+directory (and cd to it stay there), and the host directory must stay empty.
 Negative control: natively, the same script puts every file in its cwd."""
 
 import os
@@ -26,6 +26,7 @@ echo e > /proc/self/fd/5/e
 echo f > /dev/fd/5/f
 mkdir /proc/self/cwd/g
 readlink /proc/self/cwd
+cd /proc/self/cwd && pwd -P
 '''
 NAMES = ["a", "b", "c", "d", "e", "f", "g"]
 
@@ -40,7 +41,7 @@ def body(scratch):
     os.mkdir(native)
     _, out, _ = hc.run(["bash", "-c", SCRIPT], "the script natively",
                        env=dict(os.environ, MP=native))
-    hc.check(out.strip() == native + "/sub", "natively, readlink gave %r" % out)
+    hc.check(out.split() == [native + "/sub"] * 2, "natively, readlink and pwd -P gave %r" % out)
     check_files(" ".join(os.listdir(os.path.join(native, "sub"))), "natively")
     hc.say("natively: every link leads to the cwd")
     for backend in hc.BACKENDS:
@@ -50,9 +51,9 @@ def body(scratch):
         env = dict(os.environ, MP=mp)
         _, out, _ = hc.run(hc.amino_run(backend, ["bash", "-c", SCRIPT], mounts=[(mp, db)]),
                            "the script on a %s mount" % backend, env=env)
-        hc.check(out.strip() == mp + "/sub",
-                 "%s: readlink /proc/self/cwd gave %r, not the served directory" % (
-                     backend, out.strip()))
+        hc.check(out.split() == [mp + "/sub"] * 2,
+                 "%s: readlink /proc/self/cwd and pwd -P after cd /proc/self/cwd gave %r, not "
+                 "the served directory" % (backend, out))
         host = os.listdir(mp) if os.path.isdir(mp) else []
         hc.check(host == [], "%s: the host directory under the mount point got %r" % (
             backend, host))

@@ -517,6 +517,9 @@ Decision MountHandler::Chdir(Thread& t, SyscallRegs& call) {
   if (int err = ReadString(*t.proc, call.arg(0), PATH_MAX, &path)) return Decision::Emulate(-err);
   Target target;
   if (int err = Resolve(t, AT_FDCWD, path, false, &target)) return Decision::Emulate(err);
+  // chdir("/proc/self/cwd"), chdir("/dev/fd/N"): the served directory the link stands for.
+  FollowServedFdLink(t, path, true, &target);
+  if (target.kind == Target::Kind::kFile) return Decision::Emulate(-ENOENT);  // removed
   if (target.kind == Target::Kind::kHost) {
     Pending p;
     p.kind = Pending::Kind::kChdir;
