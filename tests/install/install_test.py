@@ -61,10 +61,10 @@ def body(scratch):
     libdir = libdirs[0]
     for rel in ("bin/amino", "include/amino/amino.h", "include/amino/rvm.h",
                 "share/bash-completion/completions/amino", "share/amino/examples/counter.c",
-                "share/man/man1/amino.1", "share/man/man1/amino-run.1",
-                "share/man/man1/amino-txn.1", "share/man/man8/amino-mkfs.8",
-                "share/man/man5/amino-mounts.5", "share/man/man3/amino.3",
-                "share/man/man3/amino-rvm.3"):
+                "share/man/man1/amino.1.gz", "share/man/man1/amino-run.1.gz",
+                "share/man/man1/amino-txn.1.gz", "share/man/man8/amino-mkfs.8.gz",
+                "share/man/man5/amino-mounts.5.gz", "share/man/man3/amino.3.gz",
+                "share/man/man3/amino-rvm.3.gz"):
         check(os.path.exists(os.path.join(prefix, rel)), "not installed: " + rel)
     for lib, so in (("amino", "libamino.so.0"), ("rvm", "librvm.so.0")):
         check(os.path.islink(os.path.join(libdir, "lib%s.so" % lib)), "no lib%s.so link" % lib)
@@ -75,7 +75,7 @@ def body(scratch):
             "amino" if lib == "amino" else "amino-rvm"))), "no pkg-config file for " + lib)
     check(os.path.isfile(os.path.join(libdir, "cmake", "Amino", "AminoConfig.cmake")),
           "no CMake package")
-    page = run(["man", "-l", os.path.join(prefix, "share/man/man1/amino-run.1")], "man -l",
+    page = run(["man", "-l", os.path.join(prefix, "share/man/man1/amino-run.1.gz")], "man -l",
                env=dict(os.environ, MANWIDTH="80"))
     check("amino run" in page and "--durability" in page, "amino-run(1) renders as %r" % page[:200])
     say("installed under %s (libraries in %s)" % (prefix, os.path.relpath(libdir, prefix)))
