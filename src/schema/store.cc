@@ -40,6 +40,13 @@ Status Fail(int ret, const std::string& what) {
   return Status::Storage(ret > 0 ? ret : EIO, msg);
 }
 
+// Handles of an environment that panicked (DB_RUNRECOVERY): Berkeley DB refuses to close them,
+// so they are kept here, reachable, for the rest of the process instead of being lost.
+void Abandon(void* handle) {
+  static auto* abandoned = new std::vector<void*>;
+  abandoned->push_back(handle);
+}
+
 DBT Dbt(std::string_view s) {
   DBT d;
   std::memset(&d, 0, sizeof d);
@@ -244,6 +251,26 @@ Status CreateEnv(DB_ENV** out, size_t cache) {
   return Status::Ok();
 }
 
+// Berkeley DB's recovery of `dir` in an environment of its own, closed again: 0 or its error.
+int Recover(const std::string& dir, u_int32_t flags, size_t cache) {
+  DB_ENV* env = nullptr;
+  if (!CreateEnv(&env, cache).ok()) return EINVAL;
+  const int ret = env->open(env, dir.c_str(), flags, kFileMode);
+  env->close(env, 0);
+  return ret;
+}
+
+// The environment's region files (__db.001 ..., __db.register), for the sole user only.
+void RemoveRegionFiles(const std::string& dir) {
+  DIR* d = opendir(dir.c_str());
+  if (!d) return;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.starts_with("__db.")) unlink((dir + "/" + name).c_str());
+  }
+  closedir(d);
+}
+
 // Files Berkeley DB creates with its own modes (__db.register is 0660 less the umask), and those
 // of a database made before files were private, lose every bit beyond 0600 when this process
 // owns them.
@@ -328,10 +355,14 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, const Options
   }
   AMINO_ASSIGN_OR_RETURN(s->user_file_, CreateUserFile(dir));
   if (sole && !options.create && !s->clean_start_) {
-    DB_ENV* env = nullptr;
-    AMINO_RETURN_IF_ERROR(CreateEnv(&env, options.cache_bytes));
-    int ret = env->open(env, dir.c_str(), flags & ~DB_REGISTER, kFileMode);
-    env->close(env, 0);
+    int ret = Recover(dir, flags & ~DB_REGISTER, options.cache_bytes);
+    if (ret != 0) {
+      // Region files a crash left half-written (a machine that went down before their pages
+      // reached the disk) can keep recovery from joining them. They are only the shared
+      // memory of processes that are gone (this one is the sole user): made anew.
+      RemoveRegionFiles(dir);
+      ret = Recover(dir, flags & ~DB_REGISTER, options.cache_bytes);
+    }
     if (ret != 0) return Fail(ret, dir + ": recovery");
   }
   AMINO_RETURN_IF_ERROR(CreateEnv(&s->env_, options.cache_bytes));
@@ -385,10 +416,15 @@ Store::~Store() {
             g_damage_seen.load() == damage_at_open_;
     if (holds_) holds_->Clear();
     for (DB* db : {path_, data_, orphan_, names_, xattr_}) {
-      if (db && db->close(db, 0) != 0) clean = false;
+      if (!db) continue;
+      const int ret = db->close(db, 0);
+      if (ret == DB_RUNRECOVERY) Abandon(db);
+      if (ret != 0) clean = false;
     }
     // Fails when a transaction is still open.
-    if (env_->close(env_, 0) != 0) clean = false;
+    const int ret = env_->close(env_, 0);
+    if (ret == DB_RUNRECOVERY) Abandon(env_);
+    if (ret != 0) clean = false;
   }
   if (users_lock_fd_ >= 0) {
     if (clean && unlink(user_file_.c_str()) == 0) MarkCleanIfLast(dir_, users_lock_fd_);
@@ -484,7 +520,7 @@ Cursor::Cursor(DB* db, DB_TXN* txn, uint32_t flags) {
 }
 
 Cursor::~Cursor() {
-  if (dbc_) dbc_->close(dbc_);
+  if (dbc_ && dbc_->close(dbc_) == DB_RUNRECOVERY) Abandon(dbc_);
   free(k_.data);
   free(v_.data);
 }
