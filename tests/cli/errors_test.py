@@ -192,7 +192,13 @@ class DamagedDatabaseTest(clitest.TreeTestCase):
             with open(p, "r+b") as f:
                 f.seek(size // 2 // 4096 * 4096)
                 f.write(os.urandom(16 * 4096))
-        for name, damage in (("truncated", half), ("garbled", garble_middle)):
+        def garble_all_but_meta(p, size):
+            # Every page but the first: met as soon as the database is read at start.
+            with open(p, "r+b") as f:
+                f.seek(64 * 1024)
+                f.write(os.urandom(max(0, size - 64 * 1024)))
+        for name, damage in (("truncated", half), ("garbled", garble_middle),
+                             ("garbled from its second page", garble_all_but_meta)):
             with self.subTest(damage=name):
                 shutil.rmtree(self.path("copy"), ignore_errors=True)
                 copy = self.damaged_copy(damage)
