@@ -8,8 +8,12 @@ set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_PACKAGE_CONTACT "Amino developers <amino@localhost>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "ACID transactions for the POSIX file API of unmodified programs")
-set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
-  "ACID transactions for the POSIX file API of unmodified programs\n amino run traces a command and serves its file calls on Amino mounts from a\n Berkeley DB database, each call a transaction; amino txn, libamino and the\n Python package group calls into atomic, isolated, durable transactions.")
+# The summary is the Description's first line; this is the text under it.
+set(CPACK_PACKAGE_DESCRIPTION "amino run traces a command and serves its file calls on Amino mounts from a
+Berkeley DB database, each call a transaction; amino txn, libamino and the
+Python package group calls into atomic, isolated, durable transactions.")
+# Stripped, as Debian ships binaries (the build tree keeps its debugging information).
+set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
