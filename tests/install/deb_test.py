@@ -11,31 +11,12 @@ Environment: AMINO_BUILD_DIR (a configured and built tree), AMINO_VERSION."""
 
 import glob
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
+
+from install_common import check, main, run, say
 
 BUILD = os.environ.get("AMINO_BUILD_DIR", "")
 VERSION = os.environ.get("AMINO_VERSION", "")
-
-
-class Failure(Exception):
-    pass
-
-
-def run(argv, what, env=None):
-    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                          timeout=300)
-    if proc.returncode != 0:
-        raise Failure("%s exited %d\n%s%s" % (what, proc.returncode, proc.stdout.decode(),
-                                              proc.stderr.decode()))
-    return proc.stdout.decode()
-
-
-def check(cond, msg):
-    if not cond:
-        raise Failure(msg)
 
 
 def body(scratch):
@@ -73,22 +54,14 @@ def body(scratch):
     page = run(["man", "-l", os.path.join(root, "usr/share/man/man1/amino-run.1.gz")], "man -l",
                env=dict(os.environ, MANWIDTH="80"))
     check("amino run" in page, "the packaged amino-run(1) renders as %r" % page[:200])
-    print("%s: %d files; Depends: %s" % (os.path.basename(deb), len(names), depends))
+    say("%s: %d files; Depends: %s" % (os.path.basename(deb), len(names), depends))
 
 
-def main():
+def start():
     if not BUILD or not VERSION:
         sys.exit("AMINO_BUILD_DIR and AMINO_VERSION must be set (ctest sets them)")
-    scratch = tempfile.mkdtemp(prefix="amino-deb-")
-    try:
-        body(scratch)
-    except Failure as e:
-        print("FAIL: %s\nscratch directory kept: %s" % (e, scratch))
-        return 1
-    shutil.rmtree(scratch, ignore_errors=True)
-    print("PASS")
-    return 0
+    return main(body, "amino-deb-")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(start())

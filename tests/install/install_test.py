@@ -12,38 +12,12 @@ Environment: AMINO_BUILD_DIR (the build tree to install), AMINO_SOURCE_DIR."""
 import glob
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
-import time
+
+from install_common import check, main, run, say
 
 BUILD = os.environ.get("AMINO_BUILD_DIR", "")
 SOURCE = os.environ.get("AMINO_SOURCE_DIR", "")
-_t0 = time.monotonic()
-
-
-class Failure(Exception):
-    pass
-
-
-def say(msg):
-    print("[%6.1f s] %s" % (time.monotonic() - _t0, msg), flush=True)
-
-
-def run(argv, what, env=None, cwd=None, timeout=300):
-    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd,
-                          timeout=timeout)
-    if proc.returncode != 0:
-        raise Failure("%s exited %d\n%s%s" % (what, proc.returncode, proc.stdout.decode(),
-                                              proc.stderr.decode()))
-    return proc.stdout.decode()
-
-
-def check(cond, msg):
-    if not cond:
-        raise Failure(msg)
-
-
 def soname(path):
     out = run(["readelf", "-d", path], "readelf -d " + path)
     for line in out.splitlines():
@@ -146,24 +120,11 @@ def body(scratch):
     say("bash completion completes subcommands and option values")
 
 
-def main():
+def start():
     if not BUILD or not SOURCE:
         sys.exit("AMINO_BUILD_DIR and AMINO_SOURCE_DIR must be set (ctest sets them)")
-    scratch = tempfile.mkdtemp(prefix="amino-install-")
-    ok = False
-    try:
-        body(scratch)
-        ok = True
-    except Failure as e:
-        say("FAIL: %s" % e)
-    finally:
-        if ok:
-            shutil.rmtree(scratch, ignore_errors=True)
-        else:
-            say("scratch directory kept: %s" % scratch)
-    say("PASS" if ok else "FAILED")
-    return 0 if ok else 1
+    return main(body, "amino-install-")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(start())
