@@ -5,6 +5,7 @@
 
 #include <errno.h>
 
+#include <cstdio>
 #include <functional>
 #include <vector>
 
@@ -76,6 +77,8 @@ class CallHandler {
   // The traced tree has ended, before `amino run` reports its status (or dies of the same
   // signal): whatever must be settled before anyone outside can see the end.
   virtual void Finish() {}
+  // `amino run --stats`: the handler's own figures, after the tracer's.
+  virtual void PrintStats(FILE* out) const { (void)out; }
   // A task was created by `parent` (`thread`: in its thread group, with CLONE_THREAD).
   virtual void OnNewTask(Thread& parent, Thread& child, bool thread) {
     (void)parent, (void)child, (void)thread;

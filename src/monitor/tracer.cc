@@ -252,6 +252,7 @@ int Tracer::Run() {
       backend += sync_wake_up_ ? " (synchronous wake-up)" : " (no synchronous wake-up)";
     }
     stats_.Print(options_.stats_out, backend.c_str(), NowNs() - start);
+    handler_.PrintStats(options_.stats_out);
   }
   if (root_status_ < 0) return 126;
   if (WIFSIGNALED(root_status_)) {

@@ -154,7 +154,8 @@ Result<Transaction> FileSystem::Begin(Transaction* parent, TxnOptions options) {
   DB_ENV* env = store_->env();
   int ret = env->txn_begin(env, parent ? parent->raw() : nullptr, &txn, flags);
   if (ret != 0) return DbStatus(ret, "begin transaction");
-  return Transaction(txn, parent, store_.get());
+  if (!parent) store_->BeginTopLevel(txn, options.cached);
+  return Transaction(txn, parent, store_.get(), Store::WritesMade());
 }
 
 Status FileSystem::Run(Transaction* parent, TxnOptions options,

@@ -371,6 +371,9 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, const Options
   if (ret == EACCES || ret == EPERM) return PermissionDenied(dir, dir + ": open environment", ret);
   if (ret != 0) return Fail(ret, dir + ": open environment");
   s->holds_ = std::make_unique<OpenHolds>(env);
+  auto cache = ReadCache::Open(dir);
+  if (!cache.ok()) return cache.status();
+  s->cache_ = std::move(*cache);
   MakeFilesPrivate(dir);
 
   struct Spec {
@@ -390,6 +393,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, const Options
     DB* db = *spec.handle;
     if (spec.pagesize) db->set_pagesize(db, spec.pagesize);
     if (spec.dupsort) db->set_flags(db, DB_DUPSORT);
+    db->app_private = s.get();  // cursor writes reach the read cache (Cursor::Delete)
     // Page checksums: a damaged page is an error, never silently wrong data.
     db->set_flags(db, DB_CHKSUM);
     u_int32_t oflags = DB_THREAD | DB_AUTO_COMMIT | (options.create ? DB_CREATE | DB_EXCL : 0);
@@ -434,12 +438,72 @@ Store::~Store() {
 
 Result<std::optional<std::string>> Store::Get(DB* db, DB_TXN* txn, std::string_view key,
                                               uint32_t flags) {
+  // Reads with flags (DB_RMW takes the record for writing) always go to Berkeley DB.
+  const bool cacheable = cache_ && txn && txn == cache_txn_ && !cache_txn_wrote_ && flags == 0;
+  const int index = cacheable ? DbIndex(db) : -1;
+  if (index >= 0) {
+    if (std::optional<std::optional<std::string>> hit = cache_->Find(index, key)) {
+      cache_txn_relied_ = true;
+      return std::move(*hit);
+    }
+  }
   DBT k = Dbt(key);
   DBT v = MallocDbt();
   int ret = db->get(db, txn, &k, &v, flags);
-  if (ret == DB_NOTFOUND || ret == DB_KEYEMPTY) return std::optional<std::string>();
-  if (ret != 0) return Fail(ret, "get");
-  return std::optional<std::string>(TakeDbt(v));
+  std::optional<std::string> value;
+  if (ret == 0) {
+    value = TakeDbt(v);
+  } else if (ret != DB_NOTFOUND && ret != DB_KEYEMPTY) {
+    return Fail(ret, "get");
+  }
+  // Read under a lock of this transaction: committed, and true until someone writes it.
+  if (index >= 0) cache_->Insert(index, key, value);
+  return value;
+}
+
+int Store::DbIndex(DB* db) const {
+  if (db == path_) return 0;
+  if (db == data_) return 1;
+  if (db == orphan_) return 2;
+  if (db == names_) return 3;
+  if (db == xattr_) return 4;
+  return -1;
+}
+
+void Store::NoteWrite(DB* db, DB_TXN* txn, std::string_view key) {
+  if (!cache_) return;
+  const int index = DbIndex(db);
+  if (index >= 0) cache_->Forget(index, key);
+  // Any write while the cached transaction runs is its own or its child's (calls are served one
+  // at a time): what it reads next may be uncommitted, so past the cache.
+  (void)txn;
+  if (cache_txn_) cache_txn_wrote_ = true;
+}
+
+void Store::BeginTopLevel(DB_TXN* txn, bool cached) {
+  if (!cached || !cache_ || cache_txn_) return;
+  cache_txn_ = txn;
+  cache_txn_began_ = cache_->Refresh();
+  cache_txn_wrote_ = false;
+  cache_txn_relied_ = false;
+}
+
+bool Store::CachedReadsHold(DB_TXN* txn) const {
+  return !cache_ || txn != cache_txn_ || !cache_txn_relied_ || cache_->Shared() == cache_txn_began_;
+}
+
+Status Store::BeforeTopLevelCommit(DB_TXN* txn, uint64_t writes_at_begin) {
+  if (!cache_) return Status::Ok();
+  if (!CachedReadsHold(txn)) {
+    cache_->Clear();
+    return Status::Conflict("records this call read changed meanwhile");
+  }
+  if (WritesMade() != writes_at_begin) cache_->Advance();
+  return Status::Ok();
+}
+
+void Store::EndTopLevel(DB_TXN* txn) {
+  if (txn == cache_txn_) cache_txn_ = nullptr;
 }
 
 namespace {
@@ -453,6 +517,7 @@ uint64_t Store::WritesMade() { return g_writes.load(std::memory_order_relaxed); 
 Status Store::Put(DB* db, DB_TXN* txn, std::string_view key, std::string_view value,
                   uint32_t flags) {
   g_writes.fetch_add(1, std::memory_order_relaxed);
+  NoteWrite(db, txn, key);
   DBT k = Dbt(key);
   DBT v = Dbt(value);
   int ret = db->put(db, txn, &k, &v, flags);
@@ -462,6 +527,7 @@ Status Store::Put(DB* db, DB_TXN* txn, std::string_view key, std::string_view va
 
 Status Store::Del(DB* db, DB_TXN* txn, std::string_view key) {
   g_writes.fetch_add(1, std::memory_order_relaxed);
+  NoteWrite(db, txn, key);
   DBT k = Dbt(key);
   int ret = db->del(db, txn, &k, 0);
   if (ret == DB_NOTFOUND) return Status::Ok();
@@ -564,6 +630,9 @@ Result<bool> Cursor::NextDup() { return Get(DB_NEXT_DUP); }
 
 Status Cursor::Delete() {
   g_writes.fetch_add(1, std::memory_order_relaxed);
+  if (auto* store = static_cast<Store*>(dbc_->dbp->app_private)) {
+    store->NoteWrite(dbc_->dbp, dbc_->txn, key_);
+  }
   int ret = dbc_->del(dbc_, 0);
   return ret == 0 ? Status::Ok() : Fail(ret, "cursor del");
 }

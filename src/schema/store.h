@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "schema/open_holds.h"
+#include "schema/read_cache.h"
 #include "schema/status.h"
 
 namespace amino::schema {
@@ -61,6 +62,23 @@ class Store {
   // system is then not marked clean at close. Failures of Berkeley DB calls count already.
   static void NoteDamage();
 
+  // Top-level transactions (read_cache.h). `cached`: this one may read from the cache (at most
+  // one at a time does; the others read through Berkeley DB). Returns the generation it began at.
+  void BeginTopLevel(DB_TXN* txn, bool cached);
+  // Before its commit: fails with a conflict (the transaction must then be aborted) when it
+  // relied on the cache and another process committed since it began; advances the generation
+  // when the transaction (or, conservatively, anything since `writes_at_begin`) wrote.
+  Status BeforeTopLevelCommit(DB_TXN* txn, uint64_t writes_at_begin);
+  // After its commit or abort.
+  void EndTopLevel(DB_TXN* txn);
+  // Whether what `txn` took from the cache is still what is committed (always, for others).
+  bool CachedReadsHold(DB_TXN* txn) const;
+  ReadCache* read_cache() { return cache_.get(); }
+  const ReadCache* read_cache() const { return cache_.get(); }
+  // A write of `key` of `db` in `txn` (Put, Del and cursor deletes call it): the cache forgets
+  // the key, and the transaction, if it is the one reading from the cache, stops doing so.
+  void NoteWrite(DB* db, DB_TXN* txn, std::string_view key);
+
   Status Checkpoint();
   // Called after each top-level commit; checkpoints every so often so the log stays bounded.
   void NoteTopLevelCommit();
@@ -82,7 +100,13 @@ class Store {
   uint64_t damage_at_open_ = 0;
   std::atomic<uint32_t> commits_since_checkpoint_{0};
   std::unique_ptr<OpenHolds> holds_;
-  std::string user_file_;  // DBDIR/amino.user.*, removed at a clean close
+  int DbIndex(DB* db) const;
+  std::unique_ptr<ReadCache> cache_;
+  DB_TXN* cache_txn_ = nullptr;    // the transaction that may read from the cache
+  uint64_t cache_txn_began_ = 0;   // the generation it began at
+  bool cache_txn_wrote_ = false;   // it wrote: it reads past the cache from then on
+  bool cache_txn_relied_ = false;  // it took a value from the cache
+  std::string user_file_;          // DBDIR/amino.user.*, removed at a clean close
 };
 
 // RAII cursor.

@@ -20,6 +20,7 @@ Transaction& Transaction::operator=(Transaction&& o) noexcept {
     txn_ = o.txn_;
     parent_ = o.parent_;
     store_ = o.store_;
+    writes_at_begin_ = o.writes_at_begin_;
     holds_ = std::move(o.holds_);
     o.txn_ = nullptr;
   }
@@ -47,7 +48,17 @@ Status Transaction::Commit() {
   if (!txn_) return Status::Storage(EINVAL, "commit of a finished transaction");
   DB_TXN* t = txn_;
   txn_ = nullptr;  // commit resolves the handle whether it succeeds or not
+  const bool top = !parent_ && store_;
+  if (top) {
+    if (Status stale = store_->BeforeTopLevelCommit(t, writes_at_begin_); !stale.ok()) {
+      (void)UndoHolds();
+      (void)t->abort(t);
+      store_->EndTopLevel(t);
+      return stale;
+    }
+  }
   Status st = DbStatus(t->commit(t, 0), "commit");
+  if (top) store_->EndTopLevel(t);
   if (st.ok() && parent_) {
     parent_->holds_.insert(parent_->holds_.end(), holds_.begin(), holds_.end());
     holds_.clear();
@@ -60,6 +71,13 @@ Status Transaction::Commit() {
   return st;
 }
 
+Status Transaction::CheckCachedReads() const {
+  if (txn_ && !parent_ && store_ && !store_->CachedReadsHold(txn_)) {
+    return Status::Conflict("records this call read changed meanwhile");
+  }
+  return Status::Ok();
+}
+
 Status Transaction::Abort() {
   if (!txn_) return Status::Ok();
   DB_TXN* t = txn_;
@@ -67,6 +85,7 @@ Status Transaction::Abort() {
   // Before the abort lets go of the records that the undone releases needed (open_holds.h).
   Status undone = UndoHolds();
   Status st = DbStatus(t->abort(t), "abort");
+  if (!parent_ && store_) store_->EndTopLevel(t);
   return st.ok() ? undone : st;
 }
 

@@ -22,6 +22,9 @@ struct TxnOptions {
   // Fail with a conflict instead of waiting for a lock (for callers that serve many clients from
   // one thread and must never block on one of them).
   bool nowait = false;
+  // A top-level transaction that may take records from the store's read cache (read_cache.h);
+  // its commit may then fail with a conflict, to be run again.
+  bool cached = false;
 };
 
 class Store;
@@ -30,12 +33,17 @@ class Transaction {
  public:
   Transaction() = default;
   // `store`, when given, is told of each top-level commit (it checkpoints now and then).
-  Transaction(DB_TXN* txn, Transaction* parent, Store* store = nullptr)
-      : txn_(txn), parent_(parent), store_(store) {}
+  Transaction(DB_TXN* txn, Transaction* parent, Store* store = nullptr,
+              uint64_t writes_at_begin = 0)
+      : txn_(txn), parent_(parent), store_(store), writes_at_begin_(writes_at_begin) {}
   Transaction(const Transaction&) = delete;
   Transaction& operator=(const Transaction&) = delete;
   Transaction(Transaction&& o) noexcept
-      : txn_(o.txn_), parent_(o.parent_), store_(o.store_), holds_(std::move(o.holds_)) {
+      : txn_(o.txn_),
+        parent_(o.parent_),
+        store_(o.store_),
+        writes_at_begin_(o.writes_at_begin_),
+        holds_(std::move(o.holds_)) {
     o.txn_ = nullptr;
   }
   Transaction& operator=(Transaction&& o) noexcept;
@@ -43,6 +51,9 @@ class Transaction {
 
   Status Commit();
   Status Abort();
+  // Before an answer that will not be committed (a call that failed): a conflict when records
+  // it took from the store's read cache changed since it began (the caller runs it again).
+  Status CheckCachedReads() const;
   bool active() const { return txn_ != nullptr; }
   bool nested() const { return parent_ != nullptr; }
   DB_TXN* raw() const { return txn_; }
@@ -55,6 +66,7 @@ class Transaction {
   DB_TXN* txn_ = nullptr;
   Transaction* parent_ = nullptr;
   Store* store_ = nullptr;
+  uint64_t writes_at_begin_ = 0;  // Store::WritesMade() when a top-level one began
   struct HoldChange {
     FileId id;
     int delta;

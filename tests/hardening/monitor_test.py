@@ -18,8 +18,9 @@ def parse(out):
 
 
 def probe_sleep(wrap):
-    """The probe natively against a sleeping process of the same uid."""
-    script = 'sleep 20 & p=$!; "$0" $p; kill $p'
+    """The probe natively against a sleeping process of the same uid. SIGKILL ends it even if
+    the probe's attach left it stopped (a SIGTERM would wait, and the test hang, until then)."""
+    script = 'sleep 20 & p=$!; "$0" $p; kill -KILL $p'
     _, out, _ = hc.run(wrap(["sh", "-c", script, hc.prog("monitorprobe")]), "control probe")
     return parse(out)
 

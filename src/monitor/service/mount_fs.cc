@@ -125,6 +125,7 @@ CallOutcome RunCallAlone(MountFs& m,
   schema::TxnOptions options;
   options.durability = m.durability;
   options.nowait = true;
+  options.cached = parent == nullptr;  // a call of its own: committed records may come cached
   CallOutcome out;
   std::vector<schema::FileId> links;
   auto txn = m.fs->Begin(parent, options);
@@ -137,6 +138,10 @@ CallOutcome RunCallAlone(MountFs& m,
     if (out.status.ok() && !links.empty()) {
       out.status = TouchLinks(m, *txn, links);
       links.clear();
+    }
+    if (!out.status.ok() && !out.status.is_conflict() && !out.status.is_storage()) {
+      // A failure is an answer too: only if what it rests on is still so.
+      if (schema::Status held = txn->CheckCachedReads(); !held.ok()) out.status = held;
     }
     if (out.status.ok()) {
       out.status = txn->Commit();

@@ -113,6 +113,7 @@ class MountHandler : public CallHandler {
   bool FlushForOutput();
   // Settles everything at the end of the trace (and at destruction).
   void Finish() override;
+  void PrintStats(FILE* out) const override;
 
   // What a thread's rewritten or observed call needs at its exit.
   struct Pending {

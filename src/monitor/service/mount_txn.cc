@@ -6,6 +6,7 @@
 #include "amino/amino.h"
 #include "monitor/service/external_sync.h"
 #include "monitor/service/mount_handler.h"
+#include "schema/store.h"
 
 namespace amino::monitor::service {
 
@@ -28,6 +29,18 @@ void MountHandler::Finish() {
       std::fprintf(stderr, "amino: %s: %llu calls failed on the database\n",
                    m->mount->point.c_str(), static_cast<unsigned long long>(m->storage_failures));
     }
+  }
+}
+
+void MountHandler::PrintStats(FILE* out) const {
+  for (const auto& m : mounts_) {
+    const schema::ReadCache* cache = m->fs->store().read_cache();
+    if (!cache) continue;
+    const uint64_t hits = cache->hits(), misses = cache->misses();
+    std::fprintf(out, "amino: %s: read cache %llu hits, %llu misses (%.0f%%)\n",
+                 m->mount->point.c_str(), static_cast<unsigned long long>(hits),
+                 static_cast<unsigned long long>(misses),
+                 hits + misses ? 100.0 * static_cast<double>(hits) / (hits + misses) : 0.0);
   }
 }
 

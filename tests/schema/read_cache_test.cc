@@ -1,0 +1,137 @@
+// The store's read cache (src/schema/read_cache.h): calls that may read from it see what
+// another process committed, never what an unfinished or aborted transaction wrote, and a call
+// that relied on a cached record fails with a conflict when another process changed the file
+// system while it ran.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fs_test.h"
+#include "schema/store.h"
+
+namespace amino::schema::testing {
+namespace {
+
+class ReadCacheTest : public FsTest {
+ protected:
+  // A transaction as the monitor begins one for a call of its own.
+  Transaction Cached() {
+    TxnOptions o;
+    o.nowait = true;
+    o.cached = true;
+    Result<Transaction> t = fs_->Begin(nullptr, o);
+    EXPECT_TRUE(t.ok()) << t.status().message();
+    return std::move(t).value();
+  }
+  // The size of `path` in a cached transaction of its own, committed.
+  uint64_t CachedSize(const std::string& path) {
+    Transaction t = Cached();
+    Result<Stat> st = fs_->GetStat(t, Cred::Root(), path);
+    EXPECT_TRUE(st.ok()) << st.status().message();
+    EXPECT_TRUE(t.Commit().ok());
+    return st.ok() ? st->attr.size : ~uint64_t{0};
+  }
+  // Runs `body` on the file system in another process, which opens it itself.
+  void InAnotherProcess(const std::function<bool(FileSystem&)>& body) {
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      Result<std::unique_ptr<FileSystem>> other = FileSystem::Open(db_->path() + "/fs");
+      if (!other.ok()) _exit(2);
+      const bool ok = body(**other);
+      other->reset();
+      _exit(ok ? 0 : 3);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  }
+  static bool Truncate(FileSystem& fs, const std::string& path, int64_t size) {
+    return fs.Run([&](Transaction& t) { return fs.Truncate(t, Cred::Root(), path, size); }).ok();
+  }
+  uint64_t hits() { return fs_->store().read_cache()->hits(); }
+};
+
+TEST_F(ReadCacheTest, ASecondLookupComesFromTheCache) {
+  ASSERT_TRUE(root().Mkdir("/d").ok());
+  ASSERT_TRUE(root().WriteFile("/d/f", "abc").ok());
+  EXPECT_EQ(CachedSize("/d/f"), 3u);
+  const uint64_t before = hits();
+  EXPECT_EQ(CachedSize("/d/f"), 3u);
+  EXPECT_GT(hits(), before) << "the walk's records were looked up again";
+}
+
+TEST_F(ReadCacheTest, WhatAnotherProcessCommitsIsSeen) {
+  ASSERT_TRUE(root().WriteFile("/f", "abc").ok());
+  EXPECT_EQ(CachedSize("/f"), 3u);
+  EXPECT_EQ(CachedSize("/f"), 3u);
+  InAnotherProcess([](FileSystem& fs) { return Truncate(fs, "/f", 100); });
+  EXPECT_EQ(CachedSize("/f"), 100u) << "a stale record served from the cache";
+  // A name another process made is found, though its absence was cached.
+  {
+    Transaction t = Cached();
+    EXPECT_EQ(fs_->GetStat(t, Cred::Root(), "/new").status().error(), ENOENT);
+  }
+  InAnotherProcess([](FileSystem& fs) {
+    return fs.Run([&](Transaction& t) { return fs.Mkdir(t, Cred::Root(), "/new", 0755).status(); })
+        .ok();
+  });
+  Transaction t = Cached();
+  EXPECT_TRUE(fs_->GetStat(t, Cred::Root(), "/new").ok());
+}
+
+TEST_F(ReadCacheTest, ACallThatReliedOnTheCacheFailsWhenAnotherProcessCommitsMeanwhile) {
+  ASSERT_TRUE(root().WriteFile("/f", "abc").ok());
+  ASSERT_TRUE(root().WriteFile("/g", "").ok());
+  EXPECT_EQ(CachedSize("/f"), 3u);
+  Transaction t = Cached();
+  Result<Stat> st = fs_->GetStat(t, Cred::Root(), "/f");  // from the cache
+  ASSERT_TRUE(st.ok());
+  InAnotherProcess([](FileSystem& fs) { return Truncate(fs, "/f", 7); });
+  // What it read is no longer so: neither a failure nor a commit may stand on it.
+  EXPECT_TRUE(t.CheckCachedReads().is_conflict());
+  ASSERT_TRUE(fs_->Truncate(t, Cred::Root(), "/g", static_cast<int64_t>(st->attr.size)).ok());
+  Status committed = t.Commit();
+  EXPECT_TRUE(committed.is_conflict()) << committed.message();
+  EXPECT_EQ(CachedSize("/g"), 0u) << "the conflicting call's write was committed";
+  EXPECT_EQ(CachedSize("/f"), 7u);
+}
+
+TEST_F(ReadCacheTest, OwnWritesAreSeenAndAbortedOnesForgotten) {
+  ASSERT_TRUE(root().WriteFile("/f", "abc").ok());
+  EXPECT_EQ(CachedSize("/f"), 3u);
+  {
+    Transaction t = Cached();
+    ASSERT_TRUE(fs_->Truncate(t, Cred::Root(), "/f", 50).ok());
+    Result<Stat> st = fs_->GetStat(t, Cred::Root(), "/f");  // its own write, uncommitted
+    ASSERT_TRUE(st.ok());
+    EXPECT_EQ(st->attr.size, 50u);
+    ASSERT_TRUE(t.Abort().ok());
+  }
+  EXPECT_EQ(CachedSize("/f"), 3u) << "an aborted write served from the cache";
+  {
+    Transaction t = Cached();
+    ASSERT_TRUE(fs_->Truncate(t, Cred::Root(), "/f", 9).ok());
+    ASSERT_TRUE(t.Commit().ok());
+  }
+  EXPECT_EQ(CachedSize("/f"), 9u);
+}
+
+TEST_F(ReadCacheTest, AnUnfinishedTransactionsWriteIsNeverServed) {
+  // An application transaction of this very process writes; a call of its own must wait for it
+  // (here: a conflict, as it asks not to wait), not read the value from before.
+  ASSERT_TRUE(root().WriteFile("/f", "abc").ok());
+  EXPECT_EQ(CachedSize("/f"), 3u);
+  Result<Transaction> app = fs_->Begin(nullptr, {});
+  ASSERT_TRUE(app.ok());
+  ASSERT_TRUE(fs_->Truncate(*app, Cred::Root(), "/f", 20).ok());
+  {
+    Transaction t = Cached();
+    Result<Stat> st = fs_->GetStat(t, Cred::Root(), "/f");
+    EXPECT_TRUE(st.status().is_conflict()) << (st.ok() ? "read the value from before" : "");
+  }
+  ASSERT_TRUE(app->Commit().ok());
+  EXPECT_EQ(CachedSize("/f"), 20u);
+}
+
+}  // namespace
+}  // namespace amino::schema::testing
