@@ -26,7 +26,9 @@ MUST_RUN_OR_NA = ["AMINOTRACE+seccomp", "AMINOTRACE+ptrace", "AMINONULL+seccomp"
 WORKLOADS = {"postmark": ["transactions"], "pmgen": ["transactions"],
              "meta": ["create", "stat", "readdir", "unlink"],
              "data": ["seqread", "randread", "seqwrite", "randwrite"],
-             "build": ["unpack", "configure", "build"], "mail": ["deliver"]}
+             "build": ["unpack", "configure", "build"], "mail": ["deliver"],
+             "tools": ["cp-a", "find", "du", "diff-r", "md5sum", "tar-c", "tar-x", "git-commit",
+                       "git-status", "git-log-stat"]}
 
 
 def leftovers(path):

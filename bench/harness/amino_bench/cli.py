@@ -261,11 +261,7 @@ def main(argv=None):
 
 
 def _phase_names(w):
-    return {"postmark": ["transactions"], "pmgen": ["transactions"],
-            "meta": ["create", "stat", "readdir", "unlink"],
-            "data": ["seqread", "randread", "seqwrite", "randwrite"],
-            "build": ["unpack", "configure", "build"], "mail": ["deliver"]}[
-        w.name.split("-")[0]]
+    return list(w.phase_names)
 
 
 def _txn_status(w, c, features):

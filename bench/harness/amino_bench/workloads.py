@@ -37,6 +37,7 @@ class Workload:
     mkfs_args = ()
     mount_options = ""  # added to the configuration's own options
     txn_variant = None  # None: no transactional variant (TXN configurations are n/a)
+    phase_names = ()    # what phases() returns, by name (known before a run starts)
 
     def __init__(self, scale):
         self.scale = scale
@@ -62,6 +63,7 @@ class Workload:
 
 class Postmark(Workload):
     """The packaged postmark (Debian's postmark 1.53), a fixed number of transactions."""
+    phase_names = ("transactions",)
     family = "postmark"
     variants = {
         "postmark": dict(size=(512, 10 * KIB), subdirs=0, files_mult=1),
@@ -104,6 +106,7 @@ class Postmark(Workload):
 class Pmgen(Workload):
     """The Postmark-compatible generator (bench/harness/programs/pmgen.cc): time limited, and
     with --txn one Amino transaction per Postmark transaction."""
+    phase_names = ("transactions",)
     variants = {"pmgen": ("postmark", (512, 10 * KIB), 0, 1),
                 "pmgen-large": ("postmark-large", (5 * KIB, 100 * KIB), 0, 1),
                 "pmgen-many": ("postmark-many", (512, 10 * KIB), 250, 10)}
@@ -140,6 +143,7 @@ class Pmgen(Workload):
 class Meta(Workload):
     """create, stat, readdir, unlink over D directories of F files (paper §4.4: 5,000 x 200;
     durable configurations 500 x 200)."""
+    phase_names = ("create", "stat", "readdir", "unlink")
     name = family = "meta"
     params = {"smoke": dict(dirs=10, files=100, durable_dirs=2),
               "full": dict(dirs=500, files=200, durable_dirs=50),
@@ -165,6 +169,7 @@ class Meta(Workload):
 
 class Data(Workload):
     """Sequential and random 4 KiB reads and writes on one file (paper §4.5)."""
+    phase_names = ("seqread", "randread", "seqwrite", "randwrite")
     name = family = "data"
     params = {"smoke": dict(size=32 * MIB, seconds=0.5), "full": dict(size=GIB, seconds=6.0),
               "paper": dict(size=4 * GIB, seconds=60.0)}
@@ -191,6 +196,7 @@ class Data(Workload):
 
 class Build(Workload):
     """Unpack, configure and compile a real C source tree from Debian (paper §4.2: OpenSSH)."""
+    phase_names = ("unpack", "configure", "build")
     name = family = "build"
     # Debian source package, configure arguments, make targets; the smoke scale builds six
     # objects of zlib (seconds), the full scale all of zlib, the paper scale all of OpenSSH as
@@ -239,6 +245,7 @@ def _maildeliver(libamino_dir):
 class Mail(Workload):
     """Concurrent delivery into 100 mailboxes by the packaged local delivery agent (procmail,
     with its dot-lock, kernel lock and fsync), or by the transactional agent of examples/."""
+    phase_names = ("deliver",)
     name = family = "mail"
     params = {"smoke": dict(senders=4, seconds=1.0, warmup=0.0, mailboxes=100),
               "full": dict(senders=32, seconds=15.0, warmup=3.0, mailboxes=100),
@@ -292,9 +299,54 @@ class Mail(Workload):
         return None if os.access(path, os.X_OK) else "no %s (build examples/)" % path
 
 
+class Tools(Workload):
+    """Everyday programs over a real source tree (a copy of the machine's /usr/include): copy it
+    in, list it, size it, compare it, checksum it, archive and unpack it, and keep it in git."""
+    phase_names = ("cp-a", "find", "du", "diff-r", "md5sum", "tar-c", "tar-x", "git-commit",
+                   "git-status", "git-log-stat")
+    name = family = "tools"
+    # The tree each scale copies: a directory of C headers Debian's libc6-dev and the kernel's
+    # linux-libc-dev install (build-essential brings both).
+    params = {"smoke": dict(tree="/usr/include/linux"),
+              "full": dict(tree="/usr/include"),
+              "paper": dict(tree="/usr/include")}
+
+    def __init__(self, scale):
+        super().__init__(scale)
+        self.describe = ("a copy of %s: cp -a, find | wc -l, du -s, diff -r against the "
+                         "original, md5sum of every file, tar c, tar x, git add + commit, git "
+                         "status, git log --stat; each phase from a cold cache" % self.p("tree"))
+
+    def needs(self):
+        return ["cp", "find", "du", "diff", "md5sum", "xargs", "tar", "git"]
+
+    def phases(self, ctx):
+        src, tree = self.p("tree"), os.path.join(ctx.dir, "tree")
+        archive, unpacked = os.path.join(ctx.dir, "tree.tar"), os.path.join(ctx.dir, "unpacked")
+        git = "git -c user.name=bench -c user.email=bench@bench.invalid -c gc.auto=0"
+
+        def sh(name, script, *args):
+            return Phase(name, ["sh", "-c", script, "sh"] + list(args), metric="time", unit="s",
+                         timeout=7200)
+
+        return [
+            sh("cp-a", 'exec cp -a "$1" "$2"', src, tree),
+            sh("find", 'find "$1" | wc -l', tree),
+            sh("du", 'exec du -s "$1"', tree),
+            sh("diff-r", 'exec diff -r "$1" "$2"', src, tree),
+            sh("md5sum", 'find "$1" -type f -print0 | xargs -0 md5sum | wc -l', tree),
+            sh("tar-c", 'exec tar -cf "$2" -C "$1" .', tree, archive),
+            sh("tar-x", 'mkdir "$2" && exec tar -xf "$1" -C "$2"', archive, unpacked),
+            sh("git-commit", 'cd "$1" && %s init -q && %s add -A && exec %s commit -qm tree'
+               % (git, git, git), tree),
+            sh("git-status", 'cd "$1" && git status --porcelain | wc -l', tree),
+            sh("git-log-stat", 'cd "$1" && git log --stat | wc -l', tree),
+        ]
+
+
 ORDER = ["postmark", "postmark-large", "postmark-many", "pmgen", "pmgen-large", "pmgen-many",
-         "meta", "data", "build", "mail"]
-DEFAULT = {"smoke": ["postmark", "pmgen", "meta", "data", "build", "mail"], "full": ORDER,
+         "meta", "data", "build", "mail", "tools"]
+DEFAULT = {"smoke": ["postmark", "pmgen", "meta", "data", "build", "mail", "tools"], "full": ORDER,
            "paper": ORDER}
 SCALES = ("smoke", "full", "paper")
 
@@ -309,7 +361,7 @@ def make(name, scale):
         return Postmark(scale, name)
     if name.startswith("pmgen"):
         return Pmgen(scale, name)
-    return {"meta": Meta, "data": Data, "build": Build, "mail": Mail}[name](scale)
+    return {"meta": Meta, "data": Data, "build": Build, "mail": Mail, "tools": Tools}[name](scale)
 
 
 def select(names, scale):
