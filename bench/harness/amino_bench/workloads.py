@@ -333,7 +333,7 @@ class Tools(Workload):
             sh("cp-a", 'exec cp -a "$1" "$2"', src, tree),
             sh("find", 'find "$1" | wc -l', tree),
             sh("du", 'exec du -s "$1"', tree),
-            sh("diff-r", 'exec diff -r "$1" "$2"', src, tree),
+            sh("diff-r", 'exec diff -r --no-dereference "$1" "$2"', src, tree),
             sh("md5sum", 'find "$1" -type f -print0 | xargs -0 md5sum | wc -l', tree),
             sh("tar-c", 'exec tar -cf "$2" -C "$1" .', tree, archive),
             sh("tar-x", 'mkdir "$2" && exec tar -xf "$1" -C "$2"', archive, unpacked),
