@@ -74,7 +74,7 @@ std::string ReadCache::Key(int db, std::string_view key) {
   return k;
 }
 
-std::optional<std::optional<std::string>> ReadCache::Find(int db, std::string_view key) {
+std::optional<ReadCache::Hit> ReadCache::Find(int db, std::string_view key) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(Key(db, key));
   if (it == entries_.end()) {
@@ -85,11 +85,12 @@ std::optional<std::optional<std::string>> ReadCache::Find(int db, std::string_vi
   return it->second;
 }
 
-void ReadCache::Insert(int db, std::string_view key, const std::optional<std::string>& value) {
+void ReadCache::Insert(int db, std::string_view key, const std::optional<std::string>& value,
+                       uint64_t reader) {
   if (value && value->size() > kMaxValue) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (entries_.size() >= kMaxEntries) entries_.clear();
-  entries_[Key(db, key)] = value;
+  entries_[Key(db, key)] = Hit{value, reader};
 }
 
 void ReadCache::Forget(int db, std::string_view key) {

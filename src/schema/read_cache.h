@@ -46,10 +46,16 @@ class ReadCache {
   // was the last to move it, what the cache holds stays true.
   void Advance();
 
-  // The cached value of `key` in database `db` (an empty inner optional: known absent), or
-  // nullopt when nothing is cached.
-  std::optional<std::optional<std::string>> Find(int db, std::string_view key);
-  void Insert(int db, std::string_view key, const std::optional<std::string>& value);
+  struct Hit {
+    std::optional<std::string> value;  // nullopt: known absent
+    uint64_t reader = 0;               // the Insert's `reader`
+  };
+  // What is cached for `key` in database `db`, if anything.
+  std::optional<Hit> Find(int db, std::string_view key);
+  // `reader` names the transaction that read the value (under its own lock: a hit of that same
+  // transaction is as good as its own read).
+  void Insert(int db, std::string_view key, const std::optional<std::string>& value,
+              uint64_t reader);
   void Forget(int db, std::string_view key);
   void Clear();
 
@@ -63,7 +69,7 @@ class ReadCache {
   std::mutex mu_;               // writes may come from any thread of the process
   uint64_t* shared_ = nullptr;  // the mapped generation
   uint64_t seen_ = 0;           // the generation the entries are true at
-  std::unordered_map<std::string, std::optional<std::string>> entries_;
+  std::unordered_map<std::string, Hit> entries_;
   uint64_t hits_ = 0;
   uint64_t misses_ = 0;
 };

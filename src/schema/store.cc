@@ -442,9 +442,10 @@ Result<std::optional<std::string>> Store::Get(DB* db, DB_TXN* txn, std::string_v
   const bool cacheable = cache_ && txn && txn == cache_txn_ && !cache_txn_wrote_ && flags == 0;
   const int index = cacheable ? DbIndex(db) : -1;
   if (index >= 0) {
-    if (std::optional<std::optional<std::string>> hit = cache_->Find(index, key)) {
-      cache_txn_relied_ = true;
-      return std::move(*hit);
+    if (std::optional<ReadCache::Hit> hit = cache_->Find(index, key)) {
+      // Kept from before this transaction: true only while nobody else commits.
+      if (hit->reader != cache_txn_serial_) cache_txn_relied_ = true;
+      return std::move(hit->value);
     }
   }
   DBT k = Dbt(key);
@@ -457,7 +458,7 @@ Result<std::optional<std::string>> Store::Get(DB* db, DB_TXN* txn, std::string_v
     return Fail(ret, "get");
   }
   // Read under a lock of this transaction: committed, and true until someone writes it.
-  if (index >= 0) cache_->Insert(index, key, value);
+  if (index >= 0) cache_->Insert(index, key, value, cache_txn_serial_);
   return value;
 }
 
@@ -483,6 +484,7 @@ void Store::NoteWrite(DB* db, DB_TXN* txn, std::string_view key) {
 void Store::BeginTopLevel(DB_TXN* txn, bool cached) {
   if (!cached || !cache_ || cache_txn_) return;
   cache_txn_ = txn;
+  ++cache_txn_serial_;
   cache_txn_began_ = cache_->Refresh();
   cache_txn_wrote_ = false;
   cache_txn_relied_ = false;

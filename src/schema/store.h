@@ -104,6 +104,7 @@ class Store {
   std::unique_ptr<ReadCache> cache_;
   DB_TXN* cache_txn_ = nullptr;    // the transaction that may read from the cache
   uint64_t cache_txn_began_ = 0;   // the generation it began at
+  uint64_t cache_txn_serial_ = 0;  // counts the cached transactions begun
   bool cache_txn_wrote_ = false;   // it wrote: it reads past the cache from then on
   bool cache_txn_relied_ = false;  // it took a value from the cache
   std::string user_file_;          // DBDIR/amino.user.*, removed at a clean close

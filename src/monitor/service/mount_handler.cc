@@ -237,7 +237,7 @@ Decision MountHandler::Serve(Thread& t, SyscallRegs& call) {
         for (auto& m : mounts_) (void)m->fs->FlushLog();
       }
       if (nr == SYS_msync && !shared_maps_.empty()) {
-        for (MountFs* m : shared_maps_.WriteBackAll()) {
+        for (MountFs* m : shared_maps_.WriteBackMapped(t.proc->tgid, call.arg(0), call.arg(1))) {
           if (call.arg(2) & MS_SYNC) (void)m->fs->FlushLog();
         }
       }

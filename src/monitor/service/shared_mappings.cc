@@ -9,6 +9,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <functional>
+#include <string_view>
 #include <vector>
 
 #include "monitor/service/byte_shift.h"
@@ -44,6 +47,16 @@ bool WriteAll(int fd, const char* buf, size_t len, uint64_t at) {
   return true;
 }
 
+// What a page's bytes hash to, never 0 (0 marks a page not known to be in step).
+uint64_t PageMark(const char* bytes, size_t n) {
+  return (std::hash<std::string_view>{}(std::string_view(bytes, n)) << 1) | 1;
+}
+
+// Pages [first, end) are no longer known to match the schema.
+void Unknown(std::vector<uint64_t>& synced, uint64_t first, uint64_t end) {
+  for (uint64_t p = first; p < std::min<uint64_t>(end, synced.size()); ++p) synced[p] = 0;
+}
+
 uint64_t SizeOf(int fd) {
   struct stat st;
   return fstat(fd, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
@@ -68,6 +81,11 @@ std::string SharedMappings::MakeDirectory() {
     if (mkdtemp(templ.data()) && chmod(templ.c_str(), 0711) == 0) return templ;
   }
   return {};
+}
+
+SharedMappings::Mapping* SharedMappings::FindMutable(const MountFs& m, schema::FileId id) {
+  auto it = files_.find({&m, id});
+  return it == files_.end() ? nullptr : &it->second;
 }
 
 const SharedMappings::Mapping* SharedMappings::Find(const MountFs& m, schema::FileId id) const {
@@ -147,40 +165,66 @@ CallOutcome SharedMappings::CopyIn(MountFs& m, schema::FileId id, int fd, uint64
   return o;
 }
 
-CallOutcome SharedMappings::WriteBack(MountFs& m, schema::FileId id) {
-  const Mapping* mapping = Find(m, id);
+CallOutcome SharedMappings::WriteBack(MountFs& m, schema::FileId id, uint64_t from, uint64_t to) {
+  Mapping* mapping = FindMutable(m, id);
   if (!mapping) return {};
+  from -= from % kPage;  // whole pages: the marks are of whole pages
+  if (to != UINT64_MAX) to += (kPage - to % kPage) % kPage;
   // Only the pages that differ are written: a write-back changes nothing when nothing was
   // stored (and leaves the file's times alone then). Holes of the mapping file (never stored
   // to) match the schema's.
   const int fd = mapping->fd;
-  const uint64_t size = SizeOf(fd);
+  const uint64_t size = std::min(SizeOf(fd), to);
   std::vector<char> mine(kChunk), stored(kChunk);
+  // What this write-back learns about pages, kept only once it has committed.
+  std::vector<std::pair<uint64_t, uint64_t>> learned;
   CallOutcome o = RunCallAlone(m, [&](schema::Transaction& txn) -> Status {
-    off_t at = 0;
+    learned.clear();
+    off_t at = static_cast<off_t>(from);
     while (static_cast<uint64_t>(at) < size) {
       const off_t data = lseek(fd, at, SEEK_DATA);
-      if (data < 0) break;  // ENXIO: no data after `at`
+      if (data < 0 || static_cast<uint64_t>(data) >= size) break;  // no data after `at`
       off_t hole = lseek(fd, data, SEEK_HOLE);
-      if (hole < 0) hole = static_cast<off_t>(size);
+      if (hole < 0 || static_cast<uint64_t>(hole) > size) hole = static_cast<off_t>(size);
       for (at = data; at < hole;) {
         const size_t len = static_cast<size_t>(std::min<off_t>(kChunk, hole - at));
         const uint64_t pos = static_cast<uint64_t>(at);
         if (!ReadAll(fd, mine.data(), len, pos)) return Status::Errno(EIO);
-        auto got = m.fs->Read(txn, id, pos, stored.data(), len);
-        if (!got.ok()) return got.status();
-        if (*got < len) std::memset(stored.data() + *got, 0, len - *got);
+        bool have_stored = false;
         for (size_t page = 0; page < len; page += kPage) {
           const size_t n = std::min(kPage, len - page);
-          if (std::memcmp(mine.data() + page, stored.data() + page, n) == 0) continue;
+          const uint64_t index = (pos + page) / kPage;
+          const uint64_t mark = PageMark(mine.data() + page, n);
+          const uint64_t known = index < mapping->synced.size() ? mapping->synced[index] : 0;
+          if (known == mark) continue;  // as it was when last in step
+          if (known == 0) {
+            // Never seen in step: compare with what the schema holds.
+            if (!have_stored) {
+              auto got = m.fs->Read(txn, id, pos, stored.data(), len);
+              if (!got.ok()) return got.status();
+              if (*got < len) std::memset(stored.data() + *got, 0, len - *got);
+              have_stored = true;
+            }
+            if (std::memcmp(mine.data() + page, stored.data() + page, n) == 0) {
+              learned.emplace_back(index, mark);
+              continue;
+            }
+          }
           auto put = m.fs->Write(txn, schema::Cred::Root(), id, pos + page, mine.data() + page, n);
           if (!put.ok()) return put.status();
+          learned.emplace_back(index, mark);
         }
         at += static_cast<off_t>(len);
       }
     }
     return Status::Ok();
   });
+  if (o.kind == CallOutcome::Kind::kDone && o.status.ok()) {
+    for (const auto& [index, mark] : learned) {
+      if (index >= mapping->synced.size()) mapping->synced.resize(index + 1, 0);
+      mapping->synced[index] = mark;
+    }
+  }
   if (o.kind == CallOutcome::Kind::kDone && o.status.error() == ESTALE) {
     // The file is gone (removed, its last description closed): what is stored in a mapping
     // of it now goes nowhere, as with the kernel's.
@@ -191,6 +235,34 @@ CallOutcome SharedMappings::WriteBack(MountFs& m, schema::FileId id) {
     o.status = Status::Ok();
   }
   return o;
+}
+
+std::vector<MountFs*> SharedMappings::WriteBackMapped(pid_t pid, uint64_t addr, uint64_t len) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  if (!maps) return WriteBackAll();
+  std::map<std::string, Key> by_path;
+  for (const auto& [key, mapping] : files_) by_path.emplace(mapping.path, key);
+  std::vector<MountFs*> written;
+  const uint64_t end = addr + len;
+  std::string line;
+  while (std::getline(maps, line)) {
+    // start-end perms offset dev inode path
+    unsigned long long start = 0, stop = 0, offset = 0;
+    int path_at = 0;
+    if (std::sscanf(line.c_str(), "%llx-%llx %*s %llx %*s %*s %n", &start, &stop, &offset,
+                    &path_at) < 3 ||
+        path_at <= 0) {
+      continue;
+    }
+    if (stop <= addr || start >= end) continue;
+    auto it = by_path.find(line.substr(static_cast<size_t>(path_at)));
+    if (it == by_path.end()) continue;
+    const uint64_t lo = std::max<uint64_t>(start, addr), hi = std::min<uint64_t>(stop, end);
+    MountFs& m = *const_cast<MountFs*>(it->second.first);
+    (void)WriteBack(m, it->second.second, offset + (lo - start), offset + (hi - start));
+    if (std::find(written.begin(), written.end(), &m) == written.end()) written.push_back(&m);
+  }
+  return written;
 }
 
 std::vector<MountFs*> SharedMappings::WriteBackAll() {
@@ -213,17 +285,24 @@ std::vector<MountFs*> SharedMappings::WriteBackAll() {
 void SharedMappings::Wrote(const MountFs& m, schema::FileId id, uint64_t at, const char* data,
                            size_t len) {
   // Just the bytes written: stores other processes made meanwhile elsewhere in the file stay.
-  if (const Mapping* mapping = Find(m, id)) (void)WriteAll(mapping->fd, data, len, at);
+  if (Mapping* mapping = FindMutable(m, id)) {
+    (void)WriteAll(mapping->fd, data, len, at);
+    if (len) Unknown(mapping->synced, at / kPage, (at + len - 1) / kPage + 1);
+  }
 }
 
 void SharedMappings::Resized(const MountFs& m, schema::FileId id, uint64_t size) {
   // Cut off, or extended with zeros, as the schema's file.
-  if (const Mapping* mapping = Find(m, id)) (void)ftruncate(mapping->fd, static_cast<off_t>(size));
+  if (Mapping* mapping = FindMutable(m, id)) {
+    (void)ftruncate(mapping->fd, static_cast<off_t>(size));
+    if (mapping->synced.size() > size / kPage) mapping->synced.resize(size / kPage);
+  }
 }
 
 void SharedMappings::Collapsed(const MountFs& m, schema::FileId id, uint64_t at, uint64_t len) {
-  const Mapping* mapping = Find(m, id);
+  Mapping* mapping = FindMutable(m, id);
   if (!mapping) return;
+  mapping->synced.clear();
   const int fd = mapping->fd;
   const uint64_t size = SizeOf(fd);
   if (at + len > size) return;
@@ -235,8 +314,9 @@ void SharedMappings::Collapsed(const MountFs& m, schema::FileId id, uint64_t at,
 }
 
 void SharedMappings::Inserted(const MountFs& m, schema::FileId id, uint64_t at, uint64_t len) {
-  const Mapping* mapping = Find(m, id);
+  Mapping* mapping = FindMutable(m, id);
   if (!mapping) return;
+  mapping->synced.clear();
   const int fd = mapping->fd;
   const uint64_t size = SizeOf(fd);
   if (at > size) return;
@@ -257,12 +337,17 @@ void SharedMappings::Inserted(const MountFs& m, schema::FileId id, uint64_t at, 
 }
 
 void SharedMappings::Refresh(MountFs& m, schema::FileId id) {
-  if (const Mapping* mapping = Find(m, id)) CopyIn(m, id, mapping->fd, 0, UINT64_MAX);
+  if (Mapping* mapping = FindMutable(m, id)) {
+    mapping->synced.clear();
+    CopyIn(m, id, mapping->fd, 0, UINT64_MAX);
+  }
 }
 
 void SharedMappings::RefreshAll(MountFs& m) {
   for (auto& [key, mapping] : files_) {
-    if (key.first == &m) CopyIn(m, key.second, mapping.fd, 0, UINT64_MAX);
+    if (key.first != &m) continue;
+    mapping.synced.clear();
+    CopyIn(m, key.second, mapping.fd, 0, UINT64_MAX);
   }
 }
 

@@ -9,15 +9,20 @@
 //   `amino run` ends.
 // Stores through a mapping belong to no application transaction (they are written back in
 // transactions of their own), and two `amino run` on one database have a mapping file each.
-// The cost of a write-back is a comparison of the whole file: meant for the small coordination
-// files programs share this way, not for mapping gigabytes.
+// A write-back reads the whole mapping file but asks the schema only about pages it has not
+// seen since they were last in step: each page's hash as last written back (or found equal) is
+// kept, a page whose bytes still hash the same is skipped, and one that changed is written
+// without reading the stored one. The monitor's own changes to the file make the pages they
+// touch unknown again (compared with the schema at the next write-back).
 #pragma once
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "monitor/service/mount_fs.h"
 #include "schema/filesystem.h"
@@ -29,6 +34,8 @@ class SharedMappings {
   struct Mapping {
     std::string path;  // where the tracee opens it (a private directory of the monitor)
     int fd = -1;       // the monitor's descriptor (read-write)
+    // Per page: PageMark of the bytes the schema holds for it, or 0 when that is not known.
+    std::vector<uint64_t> synced;
   };
 
   SharedMappings() = default;
@@ -43,10 +50,15 @@ class SharedMappings {
   const Mapping* Find(const MountFs& m, schema::FileId id) const;
   bool empty() const { return files_.empty(); }
 
-  // Stores made through mappings of `id` (or of every mapped file) to the schema.
-  CallOutcome WriteBack(MountFs& m, schema::FileId id);
+  // Stores made through mappings of `id` (or of every mapped file) to the schema; only those
+  // in bytes [from, to) of the file when a range is given.
+  CallOutcome WriteBack(MountFs& m, schema::FileId id, uint64_t from = 0, uint64_t to = UINT64_MAX);
   // Every mapped file; conflicts are left for the next occasion. Returns the mounts written to.
   std::vector<MountFs*> WriteBackAll();
+  // msync(addr, len) in process `pid`: the stores in the parts of mapping files that the range
+  // maps (found in /proc/PID/maps; every mapped file when that cannot be read). Returns the
+  // mounts written to.
+  std::vector<MountFs*> WriteBackMapped(pid_t pid, uint64_t addr, uint64_t len);
   // The monitor wrote `len` bytes at `at` of `id`, or set its size: the mapping file follows.
   // (Writes made in an application transaction are seen by mappers at once: mappings are not
   // isolated. After an abort, RefreshAll brings the mount's mapping files back to the schema,
@@ -71,6 +83,7 @@ class SharedMappings {
   using Key = std::pair<const MountFs*, schema::FileId>;
   // Copies schema bytes [from, to) of the file into its mapping file, and its size.
   CallOutcome CopyIn(MountFs& m, schema::FileId id, int fd, uint64_t from, uint64_t to);
+  Mapping* FindMutable(const MountFs& m, schema::FileId id);
   std::string MakeDirectory();
 
   std::string dir_;

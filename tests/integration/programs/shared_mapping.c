@@ -1,7 +1,8 @@
 // Two processes share a file through MAP_SHARED mappings, as SQLite's WAL index or a shared
 // counter do: a store by one is seen at once by the other's mapping and by read(); a write()
 // is seen in both mappings; a truncation that extends the file shows zeros; msync and close
-// leave the stores in the file. Pipes order the steps. Prints what each side saw.
+// leave the stores in the file; a store repeated over a write() wins again. Pipes order the
+// steps. Prints what each side saw.
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -62,6 +63,14 @@ int main(void) {
   char buf[12] = {0};
   if (pread(fd, buf, 11, 100) != 11) return 105;
   printf("parent reads the child's store with pread: %s\n", buf);
+  // A store that was written back, a write() over it, and the same store again: the file holds
+  // the store (its page is back to bytes it once had, but not to what the file now holds).
+  char again[5] = {0};
+  memcpy(map + 300, "AAAA", 4);
+  if (pread(fd, again, 4, 300) != 4 || pwrite(fd, "BBBB", 4, 300) != 4) return 111;
+  memcpy(map + 300, "AAAA", 4);
+  if (pread(fd, again, 4, 300) != 4) return 112;
+  printf("the same store again over a write reads back: %s\n", again);
   int status;
   if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     printf("child failed: %d\n", status);
