@@ -677,7 +677,8 @@ Status FileSystem::Close(Transaction& txn, FileId id) {
   // transaction ends; the question whether anyone else holds it is asked with the record taken
   // for writing (open_holds.h).
   DB_TXN* t = txn.raw();
-  AMINO_ASSIGN_OR_RETURN(std::optional<std::string> raw, store_->Get(store_->data(), t, IdKey(id)));
+  AMINO_ASSIGN_OR_RETURN(std::optional<std::string> raw,
+                         store_->GetLocked(store_->data(), t, IdKey(id)));
   InodeValue iv;
   if (raw && !DecodeInodeValue(*raw, &iv)) return Status::Storage(EUCLEAN, "damaged Data record");
   const bool nameless = raw && iv.link_count == 0;

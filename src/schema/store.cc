@@ -448,6 +448,18 @@ Result<std::optional<std::string>> Store::Get(DB* db, DB_TXN* txn, std::string_v
       return std::move(hit->value);
     }
   }
+  AMINO_ASSIGN_OR_RETURN(std::optional<std::string> value, GetLocked(db, txn, key, flags));
+  // Read under a lock of this transaction: committed, and true until someone writes it.
+  if (index >= 0) cache_->Insert(index, key, value, cache_txn_serial_);
+  return value;
+}
+
+Result<std::optional<std::string>> Store::GetLocked(DB* db, DB_TXN* txn, std::string_view key) {
+  return GetLocked(db, txn, key, 0);
+}
+
+Result<std::optional<std::string>> Store::GetLocked(DB* db, DB_TXN* txn, std::string_view key,
+                                                    uint32_t flags) {
   DBT k = Dbt(key);
   DBT v = MallocDbt();
   int ret = db->get(db, txn, &k, &v, flags);
@@ -457,8 +469,6 @@ Result<std::optional<std::string>> Store::Get(DB* db, DB_TXN* txn, std::string_v
   } else if (ret != DB_NOTFOUND && ret != DB_KEYEMPTY) {
     return Fail(ret, "get");
   }
-  // Read under a lock of this transaction: committed, and true until someone writes it.
-  if (index >= 0) cache_->Insert(index, key, value, cache_txn_serial_);
   return value;
 }
 

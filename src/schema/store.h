@@ -46,9 +46,13 @@ class Store {
   Status ShareWithOthers();
   const std::string& dir() const { return dir_; }
 
-  // nullopt when the key is absent.
+  // nullopt when the key is absent. A call of its own may be answered from the read cache
+  // (read_cache.h), without a lock.
   Result<std::optional<std::string>> Get(DB* db, DB_TXN* txn, std::string_view key,
                                          uint32_t flags = 0);
+  // Get through Berkeley DB, whose lock on the record the transaction keeps until it ends: for
+  // protocols that rest on the lock itself, not only on the value (open_holds.h).
+  Result<std::optional<std::string>> GetLocked(DB* db, DB_TXN* txn, std::string_view key);
   Status Put(DB* db, DB_TXN* txn, std::string_view key, std::string_view value, uint32_t flags = 0);
   // Ok also when the key was absent.
   Status Del(DB* db, DB_TXN* txn, std::string_view key);
@@ -101,6 +105,8 @@ class Store {
   std::atomic<uint32_t> commits_since_checkpoint_{0};
   std::unique_ptr<OpenHolds> holds_;
   int DbIndex(DB* db) const;
+  Result<std::optional<std::string>> GetLocked(DB* db, DB_TXN* txn, std::string_view key,
+                                               uint32_t flags);
   std::unique_ptr<ReadCache> cache_;
   DB_TXN* cache_txn_ = nullptr;    // the transaction that may read from the cache
   uint64_t cache_txn_began_ = 0;   // the generation it began at

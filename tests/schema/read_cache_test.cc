@@ -133,5 +133,52 @@ TEST_F(ReadCacheTest, AnUnfinishedTransactionsWriteIsNeverServed) {
   EXPECT_EQ(CachedSize("/f"), 20u);
 }
 
+TEST_F(ReadCacheTest, AClosingCallWaitsForAnotherProcessRemovingTheFile) {
+  // Open files are holds (open_holds.h): the last close and a removal take turns on the file's
+  // record, so exactly one of them frees it. The closer's record, cached, must not let it skip
+  // its turn: here another process has asked whether the file is held (yes: by us) and is about
+  // to make it an orphan; our close must wait for that, and then free the orphan.
+  ASSERT_TRUE(root().WriteFile("/f", "abc").ok());
+  Result<OpenResult> o = root().Open("/f", O_RDONLY);
+  ASSERT_TRUE(o.ok());
+  {
+    Transaction t = Cached();  // the file's records are now cached
+    ASSERT_TRUE(fs_->FStat(t, o->id).ok());
+    ASSERT_TRUE(t.Commit().ok());
+  }
+  int to_child[2], to_parent[2];
+  ASSERT_EQ(pipe(to_child), 0);
+  ASSERT_EQ(pipe(to_parent), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    Result<std::unique_ptr<FileSystem>> other = FileSystem::Open(db_->path() + "/fs");
+    if (!other.ok()) _exit(2);
+    Result<Transaction> t = (*other)->Begin(nullptr, {});
+    char go = 0;
+    if (!t.ok() || !(*other)->Unlink(*t, Cred::Root(), "/f").ok() ||
+        write(to_parent[1], "u", 1) != 1 || read(to_child[0], &go, 1) != 1 || !t->Commit().ok()) {
+      _exit(3);
+    }
+    other->reset();
+    _exit(0);
+  }
+  char unlinked = 0;
+  ASSERT_EQ(read(to_parent[0], &unlinked, 1), 1);  // removed, not yet committed
+  {
+    Transaction t = Cached();
+    Status closed = fs_->Close(t, o->id);
+    EXPECT_TRUE(closed.is_conflict()) << "closed past the removal: " << closed.message();
+    (void)t.Abort();
+  }
+  ASSERT_EQ(write(to_child[1], "c", 1), 1);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  ASSERT_TRUE(root().Close(o->id).ok());
+  EXPECT_FALSE(root().FStat(o->id).ok()) << "the orphan outlived its last close";
+  for (int fd : {to_child[0], to_child[1], to_parent[0], to_parent[1]}) close(fd);
+}
+
 }  // namespace
 }  // namespace amino::schema::testing
