@@ -615,6 +615,12 @@ Status FileSystem::Hold(Transaction& txn, FileId id) {
   }
   AMINO_RETURN_IF_ERROR(store_->holds().Acquire(id));
   txn.NoteHold(id, 1);
+  // A remover asks whether the file is held with its record taken for writing: a read lock on
+  // the record until this transaction ends makes the two take turns even when the path that
+  // led here came from the read cache (no lock on the name then).
+  AMINO_ASSIGN_OR_RETURN(std::optional<std::string> record,
+                         store_->GetLocked(store_->data(), txn.raw(), IdKey(id)));
+  if (!record) return Status::Errno(ESTALE);  // freed meanwhile
   return Status::Ok();
 }
 

@@ -180,5 +180,46 @@ TEST_F(ReadCacheTest, AClosingCallWaitsForAnotherProcessRemovingTheFile) {
   for (int fd : {to_child[0], to_child[1], to_parent[0], to_parent[1]}) close(fd);
 }
 
+TEST_F(ReadCacheTest, AnOpeningCallWaitsForAnotherProcessRemovingTheFile) {
+  // The other side of the same turn: the path of an open comes from the cache (no lock on the
+  // name), while another process, having found the file held by nobody, is freeing it. The open
+  // must wait for that (and then find the name gone), not hold a file being freed.
+  ASSERT_TRUE(root().WriteFile("/f", "abc").ok());
+  EXPECT_EQ(CachedSize("/f"), 3u);
+  int to_child[2], to_parent[2];
+  ASSERT_EQ(pipe(to_child), 0);
+  ASSERT_EQ(pipe(to_parent), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    Result<std::unique_ptr<FileSystem>> other = FileSystem::Open(db_->path() + "/fs");
+    if (!other.ok()) _exit(2);
+    Result<Transaction> t = (*other)->Begin(nullptr, {});
+    char go = 0;
+    if (!t.ok() || !(*other)->Unlink(*t, Cred::Root(), "/f").ok() ||
+        write(to_parent[1], "u", 1) != 1 || read(to_child[0], &go, 1) != 1 || !t->Commit().ok()) {
+      _exit(3);
+    }
+    other->reset();
+    _exit(0);
+  }
+  char unlinked = 0;
+  ASSERT_EQ(read(to_parent[0], &unlinked, 1), 1);  // being freed, not yet committed
+  {
+    Transaction t = Cached();
+    Result<OpenResult> opened = fs_->Open(t, Cred::Root(), "/f", O_RDONLY);
+    EXPECT_TRUE(opened.status().is_conflict())
+        << (opened.ok() ? "opened a file another process is freeing" : opened.status().message());
+    (void)t.Abort();
+  }
+  ASSERT_EQ(write(to_child[1], "c", 1), 1);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  Transaction t = Cached();
+  EXPECT_EQ(fs_->Open(t, Cred::Root(), "/f", O_RDONLY).status().error(), ENOENT);
+  for (int fd : {to_child[0], to_child[1], to_parent[0], to_parent[1]}) close(fd);
+}
+
 }  // namespace
 }  // namespace amino::schema::testing
