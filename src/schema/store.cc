@@ -449,8 +449,17 @@ Result<std::optional<std::string>> Store::Get(DB* db, DB_TXN* txn, std::string_v
     }
   }
   AMINO_ASSIGN_OR_RETURN(std::optional<std::string> value, GetLocked(db, txn, key, flags));
-  // Read under a lock of this transaction: committed, and true until someone writes it.
-  if (index >= 0) cache_->Insert(index, key, value, cache_txn_serial_);
+  if (index >= 0) {
+    // A value another process committed since this transaction began: it must not meet values
+    // cached from before (a name from one state, its record from another). Nothing cached
+    // relied on yet: the cache is emptied and this transaction goes on from the new state.
+    if (cache_->Shared() != cache_txn_began_) {
+      if (cache_txn_relied_) return Status::Conflict("records this call read changed meanwhile");
+      cache_txn_began_ = cache_->Refresh();
+    }
+    // Read under a lock of this transaction: committed, and true until someone writes it.
+    cache_->Insert(index, key, value, cache_txn_serial_);
+  }
   return value;
 }
 

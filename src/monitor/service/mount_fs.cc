@@ -139,8 +139,9 @@ CallOutcome RunCallAlone(MountFs& m,
       out.status = TouchLinks(m, *txn, links);
       links.clear();
     }
-    if (!out.status.ok() && !out.status.is_conflict() && !out.status.is_storage()) {
-      // A failure is an answer too: only if what it rests on is still so.
+    if (!out.status.ok() && !out.status.is_conflict()) {
+      // A failure is an answer too: only if what it rests on is still so (records read from
+      // the cache and through cursors at different moments can even look damaged).
       if (schema::Status held = txn->CheckCachedReads(); !held.ok()) out.status = held;
     }
     if (out.status.ok()) {
