@@ -45,10 +45,44 @@ class ReadCacheTest : public FsTest {
     ASSERT_EQ(waitpid(child, &status, 0), child);
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   }
+  // Another process removes `path` in a transaction that it keeps open until FinishRemoval:
+  // the removal has asked whether anyone holds the file, and changed its records, uncommitted.
+  void StartRemoval(const std::string& path) {
+    ASSERT_EQ(pipe(to_child_), 0);
+    ASSERT_EQ(pipe(to_parent_), 0);
+    remover_ = fork();
+    ASSERT_GE(remover_, 0);
+    if (remover_ == 0) {
+      Result<std::unique_ptr<FileSystem>> other = FileSystem::Open(db_->path() + "/fs");
+      if (!other.ok()) _exit(2);
+      Result<Transaction> t = (*other)->Begin(nullptr, {});
+      char go = 0;
+      if (!t.ok() || !(*other)->Unlink(*t, Cred::Root(), path).ok() ||
+          write(to_parent_[1], "u", 1) != 1 || read(to_child_[0], &go, 1) != 1 ||
+          !t->Commit().ok()) {
+        _exit(3);
+      }
+      other->reset();
+      _exit(0);
+    }
+    char removed = 0;
+    ASSERT_EQ(read(to_parent_[0], &removed, 1), 1);
+  }
+  void FinishRemoval() {
+    ASSERT_EQ(write(to_child_[1], "c", 1), 1);
+    int status = 0;
+    ASSERT_EQ(waitpid(remover_, &status, 0), remover_);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    for (int fd : {to_child_[0], to_child_[1], to_parent_[0], to_parent_[1]}) close(fd);
+  }
   static bool Truncate(FileSystem& fs, const std::string& path, int64_t size) {
     return fs.Run([&](Transaction& t) { return fs.Truncate(t, Cred::Root(), path, size); }).ok();
   }
   uint64_t hits() { return fs_->store().read_cache()->hits(); }
+
+ private:
+  int to_child_[2] = {-1, -1}, to_parent_[2] = {-1, -1};
+  pid_t remover_ = -1;
 };
 
 TEST_F(ReadCacheTest, ASecondLookupComesFromTheCache) {
@@ -148,38 +182,16 @@ TEST_F(ReadCacheTest, AClosingCallWaitsForAnotherProcessRemovingTheFile) {
     ASSERT_TRUE(fs_->FStat(t, o->id).ok());
     ASSERT_TRUE(t.Commit().ok());
   }
-  int to_child[2], to_parent[2];
-  ASSERT_EQ(pipe(to_child), 0);
-  ASSERT_EQ(pipe(to_parent), 0);
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    Result<std::unique_ptr<FileSystem>> other = FileSystem::Open(db_->path() + "/fs");
-    if (!other.ok()) _exit(2);
-    Result<Transaction> t = (*other)->Begin(nullptr, {});
-    char go = 0;
-    if (!t.ok() || !(*other)->Unlink(*t, Cred::Root(), "/f").ok() ||
-        write(to_parent[1], "u", 1) != 1 || read(to_child[0], &go, 1) != 1 || !t->Commit().ok()) {
-      _exit(3);
-    }
-    other->reset();
-    _exit(0);
-  }
-  char unlinked = 0;
-  ASSERT_EQ(read(to_parent[0], &unlinked, 1), 1);  // removed, not yet committed
+  ASSERT_NO_FATAL_FAILURE(StartRemoval("/f"));
   {
     Transaction t = Cached();
     Status closed = fs_->Close(t, o->id);
     EXPECT_TRUE(closed.is_conflict()) << "closed past the removal: " << closed.message();
     (void)t.Abort();
   }
-  ASSERT_EQ(write(to_child[1], "c", 1), 1);
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  ASSERT_NO_FATAL_FAILURE(FinishRemoval());
   ASSERT_TRUE(root().Close(o->id).ok());
   EXPECT_FALSE(root().FStat(o->id).ok()) << "the orphan outlived its last close";
-  for (int fd : {to_child[0], to_child[1], to_parent[0], to_parent[1]}) close(fd);
 }
 
 TEST_F(ReadCacheTest, AnOpeningCallWaitsForAnotherProcessRemovingTheFile) {
@@ -188,25 +200,7 @@ TEST_F(ReadCacheTest, AnOpeningCallWaitsForAnotherProcessRemovingTheFile) {
   // must wait for that (and then find the name gone), not hold a file being freed.
   ASSERT_TRUE(root().WriteFile("/f", "abc").ok());
   EXPECT_EQ(CachedSize("/f"), 3u);
-  int to_child[2], to_parent[2];
-  ASSERT_EQ(pipe(to_child), 0);
-  ASSERT_EQ(pipe(to_parent), 0);
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    Result<std::unique_ptr<FileSystem>> other = FileSystem::Open(db_->path() + "/fs");
-    if (!other.ok()) _exit(2);
-    Result<Transaction> t = (*other)->Begin(nullptr, {});
-    char go = 0;
-    if (!t.ok() || !(*other)->Unlink(*t, Cred::Root(), "/f").ok() ||
-        write(to_parent[1], "u", 1) != 1 || read(to_child[0], &go, 1) != 1 || !t->Commit().ok()) {
-      _exit(3);
-    }
-    other->reset();
-    _exit(0);
-  }
-  char unlinked = 0;
-  ASSERT_EQ(read(to_parent[0], &unlinked, 1), 1);  // being freed, not yet committed
+  ASSERT_NO_FATAL_FAILURE(StartRemoval("/f"));  // being freed, not yet committed
   {
     Transaction t = Cached();
     Result<OpenResult> opened = fs_->Open(t, Cred::Root(), "/f", O_RDONLY);
@@ -214,13 +208,9 @@ TEST_F(ReadCacheTest, AnOpeningCallWaitsForAnotherProcessRemovingTheFile) {
         << (opened.ok() ? "opened a file another process is freeing" : opened.status().message());
     (void)t.Abort();
   }
-  ASSERT_EQ(write(to_child[1], "c", 1), 1);
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  ASSERT_NO_FATAL_FAILURE(FinishRemoval());
   Transaction t = Cached();
   EXPECT_EQ(fs_->Open(t, Cred::Root(), "/f", O_RDONLY).status().error(), ENOENT);
-  for (int fd : {to_child[0], to_child[1], to_parent[0], to_parent[1]}) close(fd);
 }
 
 }  // namespace
