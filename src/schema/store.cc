@@ -490,14 +490,11 @@ int Store::DbIndex(DB* db) const {
   return -1;
 }
 
-void Store::NoteWrite(DB* db, DB_TXN* txn, std::string_view key) {
+void Store::NoteWrite(DB* db, std::string_view key) {
   if (!cache_) return;
   const int index = DbIndex(db);
   if (index >= 0) cache_->Forget(index, key);
-  // Any write while the cached transaction runs is its own or its child's (calls are served one
-  // at a time): what it reads next may be uncommitted, so past the cache.
-  (void)txn;
-  if (cache_txn_) cache_txn_wrote_ = true;
+  if (cache_txn_) cache_txn_wrote_ = true;  // what it reads next may be uncommitted
 }
 
 void Store::BeginTopLevel(DB_TXN* txn, bool cached) {
@@ -538,7 +535,7 @@ uint64_t Store::WritesMade() { return g_writes.load(std::memory_order_relaxed); 
 Status Store::Put(DB* db, DB_TXN* txn, std::string_view key, std::string_view value,
                   uint32_t flags) {
   g_writes.fetch_add(1, std::memory_order_relaxed);
-  NoteWrite(db, txn, key);
+  NoteWrite(db, key);
   DBT k = Dbt(key);
   DBT v = Dbt(value);
   int ret = db->put(db, txn, &k, &v, flags);
@@ -548,7 +545,7 @@ Status Store::Put(DB* db, DB_TXN* txn, std::string_view key, std::string_view va
 
 Status Store::Del(DB* db, DB_TXN* txn, std::string_view key) {
   g_writes.fetch_add(1, std::memory_order_relaxed);
-  NoteWrite(db, txn, key);
+  NoteWrite(db, key);
   DBT k = Dbt(key);
   int ret = db->del(db, txn, &k, 0);
   if (ret == DB_NOTFOUND) return Status::Ok();
@@ -652,7 +649,7 @@ Result<bool> Cursor::NextDup() { return Get(DB_NEXT_DUP); }
 Status Cursor::Delete() {
   g_writes.fetch_add(1, std::memory_order_relaxed);
   if (auto* store = static_cast<Store*>(dbc_->dbp->app_private)) {
-    store->NoteWrite(dbc_->dbp, dbc_->txn, key_);
+    store->NoteWrite(dbc_->dbp, key_);
   }
   int ret = dbc_->del(dbc_, 0);
   return ret == 0 ? Status::Ok() : Fail(ret, "cursor del");

@@ -79,9 +79,10 @@ class Store {
   bool CachedReadsHold(DB_TXN* txn) const;
   ReadCache* read_cache() { return cache_.get(); }
   const ReadCache* read_cache() const { return cache_.get(); }
-  // A write of `key` of `db` in `txn` (Put, Del and cursor deletes call it): the cache forgets
-  // the key, and the transaction, if it is the one reading from the cache, stops doing so.
-  void NoteWrite(DB* db, DB_TXN* txn, std::string_view key);
+  // A write of `key` of `db` (Put, Del and cursor deletes call it): the cache forgets the key,
+  // and the transaction reading from the cache, if one runs (the write is its own or its
+  // child's: calls are served one at a time), stops doing so.
+  void NoteWrite(DB* db, std::string_view key);
 
   Status Checkpoint();
   // Called after each top-level commit; checkpoints every so often so the log stays bounded.

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@ static char path[4096];
 static size_t offset;
 static char a, b;
 static atomic_int stop;
+static atomic_long flips;
 
 static void* Flip(void* arg) {
   (void)arg;
@@ -23,6 +25,7 @@ static void* Flip(void* arg) {
   while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
     *p = a;
     *p = b;
+    atomic_fetch_add_explicit(&flips, 1, memory_order_relaxed);
   }
   return NULL;
 }
@@ -42,8 +45,12 @@ int main(int argc, char** argv) {
   }
   pthread_t flipper;
   pthread_create(&flipper, NULL, Flip, NULL);
+  // The flipper is running before the first open; on a CPU the two threads share (a loaded
+  // machine), the opens make room for it now and then, so that the flips reach some of them.
+  while (atomic_load(&flips) == 0) sched_yield();
   long ok = 0, erofs = 0, other = 0;
   for (long i = 0; i < n; ++i) {
+    if (i % 256 == 255) sched_yield();
     int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) {
       if (errno == EROFS) {
