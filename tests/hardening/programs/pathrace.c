@@ -22,9 +22,9 @@ static atomic_long flips;
 static void* Flip(void* arg) {
   (void)arg;
   volatile char* p = path + offset;
-  while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
-    *p = a;
-    *p = b;
+  // As long in one state as in the other, so that a flipper stopped anywhere leaves either.
+  for (long i = 0; !atomic_load_explicit(&stop, memory_order_relaxed); ++i) {
+    *p = i & 1 ? b : a;
     atomic_fetch_add_explicit(&flips, 1, memory_order_relaxed);
   }
   return NULL;
