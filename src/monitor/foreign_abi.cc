@@ -6,12 +6,11 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "monitor/syscall_numbers.h"
 #include "monitor/syscall_table.h"
 
 namespace amino::monitor {
 namespace {
-
-constexpr uint64_t kX32Bit = 0x40000000;
 
 // i386 calls with no x86-64 namesake, by the x86-64 call that takes the same descriptors and
 // paths in the same places (the structures they fill differ, which does not matter here).
@@ -66,10 +65,10 @@ ForeignCall DescribeForeign(const user_regs_struct& regs, const ReadTracee& read
   ForeignCall c;
   c.nr = static_cast<long>(regs.orig_rax);
   uint64_t raw[6];
-  if (regs.orig_rax & kX32Bit) {
+  if (regs.orig_rax & kX32SyscallBit) {
     c.abi = ForeignAbi::kX32;
     c.name = NameOf(SCMP_ARCH_X32, c.nr);
-    if (c.name.starts_with("syscall_")) c.name = NameOf(SCMP_ARCH_X32, c.nr & ~kX32Bit);
+    if (c.name.starts_with("syscall_")) c.name = NameOf(SCMP_ARCH_X32, c.nr & ~kX32SyscallBit);
     const uint64_t r[6] = {regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9};
     for (int i = 0; i < 6; ++i) raw[i] = r[i];
   } else {

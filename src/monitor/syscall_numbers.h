@@ -5,6 +5,8 @@
 
 #include <sys/syscall.h>
 
+#include <cstdint>
+
 #ifndef SYS_fchmodat2
 #define SYS_fchmodat2 452
 #endif
@@ -15,3 +17,6 @@
 // kernel that predates it, and programs fall back to the calls the monitor serves. So does any
 // call added to the kernel later, which could name a file in a mount unseen.
 constexpr long kFirstUnknownSyscall = 463;
+
+// The bit that marks a call of the x32 ABI in the x86-64 call number.
+constexpr uint64_t kX32SyscallBit = 0x40000000;

@@ -16,7 +16,19 @@ struct SyscallRegs {
   uint64_t notification_id = 0;
 
   long nr() const { return static_cast<long>(regs.orig_rax); }
-  uint64_t arg(int i) const {
+  uint64_t arg(int i) const { return const_cast<SyscallRegs*>(this)->arg_register(i); }
+  // Sets argument `i` (argument rewriting at a ptrace stop).
+  void set_arg(int i, uint64_t v) { arg_register(i) = v; }
+  long result() const { return static_cast<long>(regs.rax); }
+  // At an entry or seccomp stop: the call is not made and returns `value` (-errno on failure).
+  void Skip(long value) {
+    regs.orig_rax = static_cast<unsigned long long>(-1);
+    regs.rax = static_cast<unsigned long long>(value);
+  }
+
+ private:
+  // The register of argument `i` in the x86-64 system-call convention.
+  unsigned long long& arg_register(int i) {
     switch (i) {
       case 0:
         return regs.rdi;
@@ -31,12 +43,6 @@ struct SyscallRegs {
       default:
         return regs.r9;
     }
-  }
-  long result() const { return static_cast<long>(regs.rax); }
-  // At an entry or seccomp stop: the call is not made and returns `value` (-errno on failure).
-  void Skip(long value) {
-    regs.orig_rax = static_cast<unsigned long long>(-1);
-    regs.rax = static_cast<unsigned long long>(value);
   }
 };
 

@@ -1,5 +1,6 @@
 #include "monitor/syscall_table.h"
 
+#include <fcntl.h>
 #include <sys/syscall.h>
 
 #include <array>
@@ -13,127 +14,128 @@ namespace {
 
 using A = Arg;
 constexpr A N = A::kNone, I = A::kInt, U = A::kUint, X = A::kHex, F = A::kFd, D = A::kDirFd,
-            P = A::kPath, B = A::kBuf, O = A::kOpenFlags, M = A::kMode, T = A::kAtFlags;
+            P = A::kPath, XN = A::kXattrName, LT = A::kLinkTarget, B = A::kBuf, O = A::kOpenFlags,
+            M = A::kMode, T = A::kAtFlags;
 
 // clang-format off
 const SyscallInfo kTable[] = {
     // Opening and closing.
-    {SYS_open, "open", {P, O, M}, true},
-    {SYS_openat, "openat", {D, P, O, M}, true},
-    {SYS_openat2, "openat2", {D, P, X, U}, true},
-    {SYS_creat, "creat", {P, M}, true},
-    {SYS_close, "close", {F}, true},
-    {SYS_close_range, "close_range", {U, U, X}, true},
-    {SYS_name_to_handle_at, "name_to_handle_at", {D, P, X, X, T}, true},
-    {SYS_open_by_handle_at, "open_by_handle_at", {F, X, O}, true},
+    {SYS_open, "open", {P, O, M}, true, Family::kOpen},
+    {SYS_openat, "openat", {D, P, O, M}, true, Family::kOpen},
+    {SYS_openat2, "openat2", {D, P, X, U}, true, Family::kOpen},
+    {SYS_creat, "creat", {P, M}, true, Family::kOpen},
+    {SYS_close, "close", {F}, true, Family::kDescriptors},
+    {SYS_close_range, "close_range", {U, U, X}, true, Family::kDescriptors},
+    {SYS_name_to_handle_at, "name_to_handle_at", {D, P, X, X, T}, true, Family::kHandle, LastLink::kIfFollow},
+    {SYS_open_by_handle_at, "open_by_handle_at", {F, X, O}, true, Family::kHandle},
     // Data.
-    {SYS_read, "read", {F, B, U}, true},
-    {SYS_write, "write", {F, B, U}, true},
-    {SYS_pread64, "pread64", {F, B, U, I}, true},
-    {SYS_pwrite64, "pwrite64", {F, B, U, I}, true},
-    {SYS_readv, "readv", {F, X, I}, true},
-    {SYS_writev, "writev", {F, X, I}, true},
-    {SYS_preadv, "preadv", {F, X, I, I}, true},
-    {SYS_pwritev, "pwritev", {F, X, I, I}, true},
-    {SYS_preadv2, "preadv2", {F, X, I, I, X}, true},
-    {SYS_pwritev2, "pwritev2", {F, X, I, I, X}, true},
-    {SYS_lseek, "lseek", {F, I, I}, true},
-    {SYS_sendfile, "sendfile", {F, F, X, U}, true},
-    {SYS_copy_file_range, "copy_file_range", {F, X, F, X, U, X}, true},
-    {SYS_splice, "splice", {F, X, F, X, U, X}, true},
-    {SYS_tee, "tee", {F, F, U, X}, true},
-    {SYS_ftruncate, "ftruncate", {F, I}, true},
-    {SYS_truncate, "truncate", {P, I}, true},
-    {SYS_fallocate, "fallocate", {F, X, I, I}, true},
-    {SYS_fadvise64, "fadvise64", {F, I, I, I}, true},
-    {SYS_readahead, "readahead", {F, I, U}, true},
-    {SYS_fsync, "fsync", {F}, true},
-    {SYS_fdatasync, "fdatasync", {F}, true},
-    {SYS_sync, "sync", {}, true},
-    {SYS_syncfs, "syncfs", {F}, true},
-    {SYS_sync_file_range, "sync_file_range", {F, I, I, X}, true},
-    {SYS_mmap, "mmap", {X, U, X, X, F, I}, true},
-    {SYS_msync, "msync", {X, U, X}, true},
+    {SYS_read, "read", {F, B, U}, true, Family::kRead},
+    {SYS_write, "write", {F, B, U}, true, Family::kWrite},
+    {SYS_pread64, "pread64", {F, B, U, I}, true, Family::kRead},
+    {SYS_pwrite64, "pwrite64", {F, B, U, I}, true, Family::kWrite},
+    {SYS_readv, "readv", {F, X, I}, true, Family::kRead},
+    {SYS_writev, "writev", {F, X, I}, true, Family::kWrite},
+    {SYS_preadv, "preadv", {F, X, I, I}, true, Family::kRead},
+    {SYS_pwritev, "pwritev", {F, X, I, I}, true, Family::kWrite},
+    {SYS_preadv2, "preadv2", {F, X, I, I, X}, true, Family::kRead},
+    {SYS_pwritev2, "pwritev2", {F, X, I, I, X}, true, Family::kWrite},
+    {SYS_lseek, "lseek", {F, I, I}, true, Family::kData},
+    {SYS_sendfile, "sendfile", {F, F, X, U}, true, Family::kData},
+    {SYS_copy_file_range, "copy_file_range", {F, X, F, X, U, X}, true, Family::kData},
+    {SYS_splice, "splice", {F, X, F, X, U, X}, true, Family::kData},
+    {SYS_tee, "tee", {F, F, U, X}, true, Family::kData},
+    {SYS_ftruncate, "ftruncate", {F, I}, true, Family::kData},
+    {SYS_truncate, "truncate", {P, I}, true, Family::kData, LastLink::kFollows},
+    {SYS_fallocate, "fallocate", {F, X, I, I}, true, Family::kData},
+    {SYS_fadvise64, "fadvise64", {F, I, I, I}, true, Family::kData},
+    {SYS_readahead, "readahead", {F, I, U}, true, Family::kData},
+    {SYS_fsync, "fsync", {F}, true, Family::kSync},
+    {SYS_fdatasync, "fdatasync", {F}, true, Family::kSync},
+    {SYS_sync, "sync", {}, true, Family::kSync},
+    {SYS_syncfs, "syncfs", {F}, true, Family::kSync},
+    {SYS_sync_file_range, "sync_file_range", {F, I, I, X}, true, Family::kSync},
+    {SYS_mmap, "mmap", {X, U, X, X, F, I}, true, Family::kMemory},
+    {SYS_msync, "msync", {X, U, X}, true, Family::kSync},
     // Attributes.
-    {SYS_stat, "stat", {P, B}, true},
-    {SYS_lstat, "lstat", {P, B}, true},
-    {SYS_fstat, "fstat", {F, B}, true},
-    {SYS_newfstatat, "newfstatat", {D, P, B, T}, true},
-    {SYS_statx, "statx", {D, P, T, X, B}, true},
-    {SYS_statfs, "statfs", {P, B}, true},
-    {SYS_fstatfs, "fstatfs", {F, B}, true},
-    {SYS_access, "access", {P, I}, true},
-    {SYS_faccessat, "faccessat", {D, P, I}, true},
-    {SYS_faccessat2, "faccessat2", {D, P, I, T}, true},
-    {SYS_chmod, "chmod", {P, M}, true},
-    {SYS_fchmod, "fchmod", {F, M}, true},
-    {SYS_fchmodat, "fchmodat", {D, P, M}, true},
-    {SYS_fchmodat2, "fchmodat2", {D, P, M, T}, true},
-    {SYS_chown, "chown", {P, I, I}, true},
-    {SYS_fchown, "fchown", {F, I, I}, true},
-    {SYS_lchown, "lchown", {P, I, I}, true},
-    {SYS_fchownat, "fchownat", {D, P, I, I, T}, true},
-    {SYS_utime, "utime", {P, X}, true},
-    {SYS_utimes, "utimes", {P, X}, true},
-    {SYS_futimesat, "futimesat", {D, P, X}, true},
-    {SYS_utimensat, "utimensat", {D, P, X, T}, true},
-    {SYS_setxattr, "setxattr", {P, P, B, U, X}, true},
-    {SYS_lsetxattr, "lsetxattr", {P, P, B, U, X}, true},
-    {SYS_fsetxattr, "fsetxattr", {F, P, B, U, X}, true},
-    {SYS_getxattr, "getxattr", {P, P, B, U}, true},
-    {SYS_lgetxattr, "lgetxattr", {P, P, B, U}, true},
-    {SYS_fgetxattr, "fgetxattr", {F, P, B, U}, true},
-    {SYS_listxattr, "listxattr", {P, B, U}, true},
-    {SYS_llistxattr, "llistxattr", {P, B, U}, true},
-    {SYS_flistxattr, "flistxattr", {F, B, U}, true},
-    {SYS_removexattr, "removexattr", {P, P}, true},
-    {SYS_lremovexattr, "lremovexattr", {P, P}, true},
-    {SYS_fremovexattr, "fremovexattr", {F, P}, true},
+    {SYS_stat, "stat", {P, B}, true, Family::kStat, LastLink::kFollows},
+    {SYS_lstat, "lstat", {P, B}, true, Family::kStat},
+    {SYS_fstat, "fstat", {F, B}, true, Family::kStat},
+    {SYS_newfstatat, "newfstatat", {D, P, B, T}, true, Family::kStat, LastLink::kUnlessNoFollow},
+    {SYS_statx, "statx", {D, P, T, X, B}, true, Family::kStat, LastLink::kUnlessNoFollow},
+    {SYS_statfs, "statfs", {P, B}, true, Family::kStat, LastLink::kFollows},
+    {SYS_fstatfs, "fstatfs", {F, B}, true, Family::kStat},
+    {SYS_access, "access", {P, I}, true, Family::kAttr, LastLink::kFollows},
+    {SYS_faccessat, "faccessat", {D, P, I}, true, Family::kAttr, LastLink::kFollows},
+    {SYS_faccessat2, "faccessat2", {D, P, I, T}, true, Family::kAttr, LastLink::kUnlessNoFollow},
+    {SYS_chmod, "chmod", {P, M}, true, Family::kAttr, LastLink::kFollows},
+    {SYS_fchmod, "fchmod", {F, M}, true, Family::kAttr},
+    {SYS_fchmodat, "fchmodat", {D, P, M}, true, Family::kAttr, LastLink::kFollows},
+    {SYS_fchmodat2, "fchmodat2", {D, P, M, T}, true, Family::kAttr, LastLink::kUnlessNoFollow},
+    {SYS_chown, "chown", {P, I, I}, true, Family::kAttr, LastLink::kFollows},
+    {SYS_fchown, "fchown", {F, I, I}, true, Family::kAttr},
+    {SYS_lchown, "lchown", {P, I, I}, true, Family::kAttr},
+    {SYS_fchownat, "fchownat", {D, P, I, I, T}, true, Family::kAttr, LastLink::kUnlessNoFollow},
+    {SYS_utime, "utime", {P, X}, true, Family::kAttr, LastLink::kFollows},
+    {SYS_utimes, "utimes", {P, X}, true, Family::kAttr, LastLink::kFollows},
+    {SYS_futimesat, "futimesat", {D, P, X}, true, Family::kAttr, LastLink::kFollows},
+    {SYS_utimensat, "utimensat", {D, P, X, T}, true, Family::kAttr, LastLink::kUnlessNoFollow},
+    {SYS_setxattr, "setxattr", {P, XN, B, U, X}, true, Family::kXattr, LastLink::kFollows},
+    {SYS_lsetxattr, "lsetxattr", {P, XN, B, U, X}, true, Family::kXattr},
+    {SYS_fsetxattr, "fsetxattr", {F, XN, B, U, X}, true, Family::kXattr},
+    {SYS_getxattr, "getxattr", {P, XN, B, U}, true, Family::kXattr, LastLink::kFollows},
+    {SYS_lgetxattr, "lgetxattr", {P, XN, B, U}, true, Family::kXattr},
+    {SYS_fgetxattr, "fgetxattr", {F, XN, B, U}, true, Family::kXattr},
+    {SYS_listxattr, "listxattr", {P, B, U}, true, Family::kXattr, LastLink::kFollows},
+    {SYS_llistxattr, "llistxattr", {P, B, U}, true, Family::kXattr},
+    {SYS_flistxattr, "flistxattr", {F, B, U}, true, Family::kXattr},
+    {SYS_removexattr, "removexattr", {P, XN}, true, Family::kXattr, LastLink::kFollows},
+    {SYS_lremovexattr, "lremovexattr", {P, XN}, true, Family::kXattr},
+    {SYS_fremovexattr, "fremovexattr", {F, XN}, true, Family::kXattr},
     // Names.
-    {SYS_getdents, "getdents", {F, B, U}, true},
-    {SYS_getdents64, "getdents64", {F, B, U}, true},
-    {SYS_mkdir, "mkdir", {P, M}, true},
-    {SYS_mkdirat, "mkdirat", {D, P, M}, true},
-    {SYS_mknod, "mknod", {P, M, X}, true},
-    {SYS_mknodat, "mknodat", {D, P, M, X}, true},
-    {SYS_rmdir, "rmdir", {P}, true},
-    {SYS_unlink, "unlink", {P}, true},
-    {SYS_unlinkat, "unlinkat", {D, P, T}, true},
-    {SYS_rename, "rename", {P, P}, true},
-    {SYS_renameat, "renameat", {D, P, D, P}, true},
-    {SYS_renameat2, "renameat2", {D, P, D, P, X}, true},
-    {SYS_link, "link", {P, P}, true},
-    {SYS_linkat, "linkat", {D, P, D, P, T}, true},
-    {SYS_symlink, "symlink", {P, P}, true},
-    {SYS_symlinkat, "symlinkat", {P, D, P}, true},
-    {SYS_readlink, "readlink", {P, B, U}, true},
-    {SYS_readlinkat, "readlinkat", {D, P, B, U}, true},
-    {SYS_chdir, "chdir", {P}, true},
-    {SYS_fchdir, "fchdir", {F}, true},
-    {SYS_getcwd, "getcwd", {B, U}, true},
-    {SYS_chroot, "chroot", {P}, true},
+    {SYS_getdents, "getdents", {F, B, U}, true, Family::kNames},
+    {SYS_getdents64, "getdents64", {F, B, U}, true, Family::kNames},
+    {SYS_mkdir, "mkdir", {P, M}, true, Family::kNames},
+    {SYS_mkdirat, "mkdirat", {D, P, M}, true, Family::kNames},
+    {SYS_mknod, "mknod", {P, M, X}, true, Family::kNames},
+    {SYS_mknodat, "mknodat", {D, P, M, X}, true, Family::kNames},
+    {SYS_rmdir, "rmdir", {P}, true, Family::kNames},
+    {SYS_unlink, "unlink", {P}, true, Family::kNames},
+    {SYS_unlinkat, "unlinkat", {D, P, T}, true, Family::kNames},
+    {SYS_rename, "rename", {P, P}, true, Family::kNames},
+    {SYS_renameat, "renameat", {D, P, D, P}, true, Family::kNames},
+    {SYS_renameat2, "renameat2", {D, P, D, P, X}, true, Family::kNames},
+    {SYS_link, "link", {P, P}, true, Family::kNames},
+    {SYS_linkat, "linkat", {D, P, D, P, T}, true, Family::kNames, LastLink::kIfFollow},
+    {SYS_symlink, "symlink", {LT, P}, true, Family::kNames},
+    {SYS_symlinkat, "symlinkat", {LT, D, P}, true, Family::kNames},
+    {SYS_readlink, "readlink", {P, B, U}, true, Family::kNames},
+    {SYS_readlinkat, "readlinkat", {D, P, B, U}, true, Family::kNames},
+    {SYS_chdir, "chdir", {P}, true, Family::kCwd, LastLink::kFollows},
+    {SYS_fchdir, "fchdir", {F}, true, Family::kCwd},
+    {SYS_getcwd, "getcwd", {B, U}, true, Family::kCwd},
+    {SYS_chroot, "chroot", {P}, true, Family::kCwd, LastLink::kFollows},
     // Descriptors.
-    {SYS_dup, "dup", {F}, true},
-    {SYS_dup2, "dup2", {F, F}, true},
-    {SYS_dup3, "dup3", {F, F, X}, true},
-    {SYS_fcntl, "fcntl", {F, I, X}, true},
-    {SYS_flock, "flock", {F, I}, true},
+    {SYS_dup, "dup", {F}, true, Family::kDescriptors},
+    {SYS_dup2, "dup2", {F, F}, true, Family::kDescriptors},
+    {SYS_dup3, "dup3", {F, F, X}, true, Family::kDescriptors},
+    {SYS_fcntl, "fcntl", {F, I, X}, true, Family::kDescriptors},
+    {SYS_flock, "flock", {F, I}, true, Family::kDescriptors},
     // Programs.
-    {SYS_execve, "execve", {P, X, X}, true},
-    {SYS_execveat, "execveat", {D, P, X, X, T}, true},
+    {SYS_execve, "execve", {P, X, X}, true, Family::kPrograms, LastLink::kFollows},
+    {SYS_execveat, "execveat", {D, P, X, X, T}, true, Family::kPrograms, LastLink::kUnlessNoFollow},
     // Not file calls; named for --stats.
-    {SYS_clone, "clone", {X, X, X, X, X}, false},
-    {SYS_clone3, "clone3", {X, U}, false},
-    {SYS_fork, "fork", {}, false},
-    {SYS_vfork, "vfork", {}, false},
-    {SYS_exit, "exit", {I}, false},
-    {SYS_exit_group, "exit_group", {I}, false},
-    {SYS_getppid, "getppid", {}, false},
-    {SYS_getpid, "getpid", {}, false},
-    {SYS_ioctl, "ioctl", {F, X, X}, false},
-    {SYS_munmap, "munmap", {X, U}, false},
-    {SYS_wait4, "wait4", {I, X, X, X}, false},
-    {SYS_nanosleep, "nanosleep", {X, X}, false},
+    {SYS_clone, "clone", {X, X, X, X, X}, false, Family::kProcess},
+    {SYS_clone3, "clone3", {X, U}, false, Family::kProcess},
+    {SYS_fork, "fork", {}, false, Family::kProcess},
+    {SYS_vfork, "vfork", {}, false, Family::kProcess},
+    {SYS_exit, "exit", {I}, false, Family::kProcess},
+    {SYS_exit_group, "exit_group", {I}, false, Family::kProcess},
+    {SYS_getppid, "getppid", {}, false, Family::kProcess},
+    {SYS_getpid, "getpid", {}, false, Family::kProcess},
+    {SYS_ioctl, "ioctl", {F, X, X}, false, Family::kProcess},
+    {SYS_munmap, "munmap", {X, U}, false, Family::kProcess},
+    {SYS_wait4, "wait4", {I, X, X, X}, false, Family::kProcess},
+    {SYS_nanosleep, "nanosleep", {X, X}, false, Family::kProcess},
 };
 // clang-format on
 
@@ -158,6 +160,45 @@ const char* SyscallName(long nr) {
   thread_local std::string name;
   name = "syscall_" + std::to_string(nr);
   return name.c_str();
+}
+
+int PathSlots(const SyscallInfo& info, PathSlot out[2]) {
+  int n = 0;
+  for (int i = 0; i < 6 && n < 2; ++i) {
+    if (info.args[i] != Arg::kPath) continue;
+    out[n].arg = i;
+    out[n].dirfd_arg = i > 0 && info.args[i - 1] == Arg::kDirFd ? i - 1 : -1;
+    ++n;
+  }
+  return n;
+}
+
+int AtFlagsArg(const SyscallInfo& info) {
+  for (int i = 0; i < 6; ++i) {
+    if (info.args[i] == Arg::kAtFlags) return i;
+  }
+  return -1;
+}
+
+bool FollowsLastLink(const SyscallInfo& info, const uint64_t (&args)[6]) {
+  const int at = AtFlagsArg(info);
+  const uint64_t flags = at >= 0 ? args[at] : 0;
+  switch (info.last_link) {
+    case LastLink::kNever:
+      return false;
+    case LastLink::kFollows:
+      return true;
+    case LastLink::kUnlessNoFollow:
+      return !(flags & AT_SYMLINK_NOFOLLOW);
+    case LastLink::kIfFollow:
+      return (flags & AT_SYMLINK_FOLLOW) != 0;
+  }
+  return false;
+}
+
+Family FamilyOf(long nr) {
+  const SyscallInfo* info = FindSyscall(nr);
+  return info ? info->family : Family::kOther;
 }
 
 std::vector<long> FileSyscalls() {

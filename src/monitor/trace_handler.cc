@@ -82,7 +82,9 @@ std::string FormatArg(Thread& t, Arg kind, uint64_t v) {
       if (static_cast<int>(v) == AT_FDCWD) return "AT_FDCWD";
       std::snprintf(buf, sizeof buf, "%d", static_cast<int>(v));
       return buf;
-    case Arg::kPath: {
+    case Arg::kPath:
+    case Arg::kXattrName:
+    case Arg::kLinkTarget: {
       if (v == 0) return "NULL";
       std::string s;
       if (ReadString(*t.proc, v, 4096, &s) != 0) {

@@ -31,8 +31,6 @@ using ptrace_ext::Ptrace;
 
 namespace {
 
-constexpr uint64_t kX32SyscallBit = 0x40000000;
-
 uint64_t NowNs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -50,7 +48,7 @@ bool IsStopSignal(int sig) {
 // A call numbered from kFirstUnknownSyscall up (x86-64, not libamino's).
 bool IsUnknown(long nr) {
   return nr >= kFirstUnknownSyscall && nr < static_cast<long>(kX32SyscallBit) &&
-         !(nr >= AMINO_SYS_BASE && nr < AMINO_SYS_BASE + AMINO_SYS_COUNT);
+         !IsLibaminoCall(nr);
 }
 
 unsigned long CloneFlags(Thread& parent, int event) {

@@ -180,4 +180,10 @@ Status FileSystem::FlushLog() {
   return DbStatus(env->log_flush(env, nullptr), "flush the log");
 }
 
+FileSystem::CacheStats FileSystem::ReadCacheStats() const {
+  const ReadCache* cache = store_->read_cache();
+  if (!cache) return {};
+  return {cache->hits(), cache->misses()};
+}
+
 }  // namespace amino::schema

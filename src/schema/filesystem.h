@@ -100,6 +100,12 @@ class FileSystem {
   const std::string& dir() const { return dir_; }
   bool recovered_on_open() const { return recovered_on_open_; }
   Store& store() { return *store_; }
+  // How often calls were answered from the read cache (read_cache.h), and how often not.
+  struct CacheStats {
+    uint64_t hits = 0;
+    uint64_t misses = 0;
+  };
+  CacheStats ReadCacheStats() const;
 
   // --- Calls on paths ---------------------------------------------------------------------
   Result<Stat> GetStat(Transaction& t, const Cred& c, std::string_view path, bool follow = true);

@@ -1,5 +1,7 @@
 #include "schema/transaction.h"
 
+#include <db.h>
+
 #include <string>
 
 #include "schema/store.h"
@@ -70,6 +72,10 @@ Status Transaction::Commit() {
   if (st.ok() && !parent_ && store_) store_->NoteTopLevelCommit();
   return st;
 }
+
+uint32_t Transaction::id() const { return txn_ ? txn_->id(txn_) : 0; }
+
+bool Transaction::wrote() const { return Store::WritesMade() != writes_at_begin_; }
 
 Status Transaction::CheckCachedReads() const {
   if (txn_ && !parent_ && store_ && !store_->CachedReadsHold(txn_)) {

@@ -1,12 +1,15 @@
 // RAII Berkeley DB transactions: a transaction that goes out of scope uncommitted is aborted.
 #pragma once
 
-#include <db.h>
-
+#include <cstdint>
 #include <vector>
 
 #include "schema/records.h"
 #include "schema/status.h"
+
+// Berkeley DB's transaction handle (<db.h> declares it so), named without exporting <db.h>.
+struct __db_txn;
+typedef struct __db_txn DB_TXN;
 
 namespace amino::schema {
 
@@ -55,9 +58,12 @@ class Transaction {
   // it took from the store's read cache changed since it began (the caller runs it again).
   Status CheckCachedReads() const;
   bool active() const { return txn_ != nullptr; }
+  // Whether anything was written since this transaction began (by it or a child; calls are
+  // served one at a time, so nothing else writes meanwhile in this process).
+  bool wrote() const;
   bool nested() const { return parent_ != nullptr; }
   DB_TXN* raw() const { return txn_; }
-  uint32_t id() const { return txn_ ? txn_->id(txn_) : 0; }
+  uint32_t id() const;
   // A hold on an open file taken (+1) or released (-1) in this transaction (OpenHolds): at
   // commit it passes to the parent, or stays once top-level; an abort undoes it.
   void NoteHold(FileId id, int delta) { holds_.push_back({id, delta}); }

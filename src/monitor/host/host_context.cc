@@ -271,4 +271,14 @@ bool IsKernelPath(const std::string& path) {
   return false;
 }
 
+std::string PathOfFd(int fd) {
+  char buf[4096];
+  const std::string link = "/proc/self/fd/" + std::to_string(fd);
+  ssize_t n = readlink(link.c_str(), buf, sizeof buf - 1);
+  if (n <= 0) return {};
+  std::string p(buf, static_cast<size_t>(n));
+  if (p.size() > 10 && p.compare(p.size() - 10, 10, " (deleted)") == 0) return {};
+  return p;
+}
+
 }  // namespace amino::monitor::host

@@ -114,4 +114,7 @@ int ReadPath(Thread& t, uint64_t addr, std::string* out, bool* via_shadow = null
 // Paths whose meaning depends on the calling process or on kernel objects, left to the kernel.
 bool IsKernelPath(const std::string& path);
 
+// The current path of a descriptor the monitor holds; empty if the file has no name any more.
+std::string PathOfFd(int fd);
+
 }  // namespace amino::monitor::host

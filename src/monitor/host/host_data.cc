@@ -163,13 +163,10 @@ int Borrow(Thread& t, int fd) {
   return mine < 0 ? (err == EBADF ? -EBADF : -err) : mine;
 }
 
-}  // namespace
-
-Decision HostHandler::DataCall(Thread& t, SyscallRegs& call, HostFile& f) {
+// read, write and their vectored and positioned forms on the monitor's descriptor `fd`.
+Decision Transfer(Thread& t, SyscallRegs& call, int fd, const Creds& c) {
   const long nr = call.nr();
-  const int fd = f.fd;
-  const uint64_t a1 = call.arg(1), a2 = call.arg(2), a3 = call.arg(3), a4 = call.arg(4);
-  const Creds& c = CredsOf(t);
+  const uint64_t a1 = call.arg(1), a2 = call.arg(2), a3 = call.arg(3);
   std::vector<iovec> iov;
   long r;
   switch (nr) {
@@ -208,6 +205,135 @@ Decision HostHandler::DataCall(Thread& t, SyscallRegs& call, HostFile& f) {
       if (ClearsSetIdBits(fd)) as.emplace(c);
       return Decision::Emulate(WriteFrom(t, fd, iov, off, rwf, true));
     }
+    default:
+      return Decision::Emulate(-EINVAL);
+  }
+}
+
+// sendfile, copy_file_range and splice where one side at least is a shadow of the monitor's.
+Decision Copy(Thread& t, SyscallRegs& call, const Creds& c) {
+  const long nr = call.nr();
+  const uint64_t a1 = call.arg(1), a2 = call.arg(2), a3 = call.arg(3), a4 = call.arg(4);
+  long r;
+  // in/out descriptors and their offset pointers, per call.
+  int in_fd, out_fd;
+  uint64_t in_off_p, out_off_p, count;
+  if (nr == SYS_sendfile) {
+    out_fd = static_cast<int>(call.arg(0));
+    in_fd = static_cast<int>(a1);
+    in_off_p = a2;
+    out_off_p = 0;
+    count = a3;
+  } else {
+    in_fd = static_cast<int>(call.arg(0));
+    in_off_p = a1;
+    out_fd = static_cast<int>(a2);
+    out_off_p = a3;
+    count = a4;
+  }
+  // sendfile copies its offset before it looks at the descriptors.
+  int64_t in_off = -1, out_off = -1;
+  if (nr == SYS_sendfile && in_off_p &&
+      ReadMemory(*t.proc, in_off_p, &in_off, sizeof in_off) != 0) {
+    return Decision::Emulate(-EFAULT);
+  }
+  auto in_shadow = ShadowOf(t, in_fd);
+  auto out_shadow = ShadowOf(t, out_fd);
+  ScopedFd in_borrowed, out_borrowed;
+  int in = in_shadow ? in_shadow->fd : (in_borrowed.reset(Borrow(t, in_fd)), in_borrowed.get());
+  int out =
+      out_shadow ? out_shadow->fd : (out_borrowed.reset(Borrow(t, out_fd)), out_borrowed.get());
+  if (in < 0) return Decision::Emulate(in);
+  if (out < 0) {
+    // sendfile checks its input (access mode, offset, range) before it looks at the
+    // output: the kernel's own call with no output descriptor says which fails first.
+    if (nr == SYS_sendfile) {
+      loff_t probe = in_off;
+      return Decision::Emulate(
+          Result(syscall(SYS_sendfile, -1, in, in_off_p ? &probe : nullptr, count)));
+    }
+    return Decision::Emulate(out);
+  }
+  struct stat si, so;
+  fstat(in, &si);
+  fstat(out, &so);
+  if (nr != SYS_splice && !IsStream(si) && !IsStream(so)) {
+    // Files at both ends: the kernel's own call on the same open file descriptions, which
+    // gives its every check (flags, access modes, O_APPEND, overlapping ranges of one
+    // file, limits), its short counts, and moves the file offsets it moves.
+    if (nr == SYS_copy_file_range) {
+      if (in_off_p && ReadMemory(*t.proc, in_off_p, &in_off, sizeof in_off) != 0)
+        return Decision::Emulate(-EFAULT);
+      if (out_off_p && ReadMemory(*t.proc, out_off_p, &out_off, sizeof out_off) != 0)
+        return Decision::Emulate(-EFAULT);
+    }
+    loff_t host_in = in_off, host_out = out_off;
+    {
+      AsTracee as(c);  // a write clears set-id bits as the tracee's would
+      r = nr == SYS_sendfile
+              ? Result(syscall(SYS_sendfile, out, in, in_off_p ? &host_in : nullptr, count))
+              : Result(syscall(SYS_copy_file_range, in, in_off_p ? &host_in : nullptr, out,
+                               out_off_p ? &host_out : nullptr, count, call.arg(5)));
+    }
+    // sendfile stores its offset back whatever happened; copy_file_range after a copy.
+    const bool store = nr == SYS_sendfile || r > 0;
+    if (store && in_off_p && WriteMemory(*t.proc, in_off_p, &host_in, sizeof host_in) != 0)
+      return Decision::Emulate(-EFAULT);
+    if (store && out_off_p && WriteMemory(*t.proc, out_off_p, &host_out, sizeof host_out) != 0)
+      return Decision::Emulate(-EFAULT);
+    return Decision::Emulate(r);
+  }
+  // A pipe or socket that is not ready would block the monitor: the call waits parked.
+  pollfd pf[2] = {{in, POLLIN, 0}, {out, POLLOUT, 0}};
+  if ((!S_ISREG(si.st_mode) && poll(&pf[0], 1, 0) == 0) ||
+      (!S_ISREG(so.st_mode) && poll(&pf[1], 1, 0) == 0)) {
+    return Decision::Park();
+  }
+  if (nr != SYS_sendfile && in_off_p &&
+      ReadMemory(*t.proc, in_off_p, &in_off, sizeof in_off) != 0) {
+    return Decision::Emulate(-EFAULT);
+  }
+  if (out_off_p && ReadMemory(*t.proc, out_off_p, &out_off, sizeof out_off) != 0)
+    return Decision::Emulate(-EFAULT);
+  std::vector<char> buf(std::min<uint64_t>(count, kChunk));
+  ssize_t got =
+      in_off_p ? pread(in, buf.data(), buf.size(), in_off) : read(in, buf.data(), buf.size());
+  if (got <= 0) return Decision::Emulate(got < 0 ? -errno : 0);
+  ssize_t put = out_off_p ? pwrite(out, buf.data(), static_cast<size_t>(got), out_off)
+                          : write(out, buf.data(), static_cast<size_t>(got));
+  if (put < 0) return Decision::Emulate(-errno);
+  if (!in_off_p && put < got) lseek(in, put - got, SEEK_CUR);  // give back what was not used
+  if (in_off_p) {
+    in_off += put;
+    WriteMemory(*t.proc, in_off_p, &in_off, sizeof in_off);
+  }
+  if (out_off_p) {
+    out_off += put;
+    WriteMemory(*t.proc, out_off_p, &out_off, sizeof out_off);
+  }
+  return Decision::Emulate(put);
+}
+
+}  // namespace
+
+Decision HostHandler::DataCall(Thread& t, SyscallRegs& call, HostFile& f) {
+  const long nr = call.nr();
+  const int fd = f.fd;
+  const uint64_t a1 = call.arg(1), a2 = call.arg(2), a3 = call.arg(3);
+  const Creds& c = CredsOf(t);
+  long r;
+  switch (nr) {
+    case SYS_read:
+    case SYS_pread64:
+    case SYS_write:
+    case SYS_pwrite64:
+    case SYS_readv:
+    case SYS_preadv:
+    case SYS_preadv2:
+    case SYS_writev:
+    case SYS_pwritev:
+    case SYS_pwritev2:
+      return Transfer(t, call, f.fd, c);
     case SYS_lseek:
       return Decision::Emulate(Result(lseek(fd, static_cast<off_t>(a1), static_cast<int>(a2))));
     case SYS_fstat: {
@@ -275,105 +401,8 @@ Decision HostHandler::DataCall(Thread& t, SyscallRegs& call, HostFile& f) {
       break;  // with the path forms below
     case SYS_sendfile:
     case SYS_copy_file_range:
-    case SYS_splice: {
-      // in/out descriptors and their offset pointers, per call.
-      int in_fd, out_fd;
-      uint64_t in_off_p, out_off_p, count;
-      if (nr == SYS_sendfile) {
-        out_fd = static_cast<int>(call.arg(0));
-        in_fd = static_cast<int>(a1);
-        in_off_p = a2;
-        out_off_p = 0;
-        count = a3;
-      } else {
-        in_fd = static_cast<int>(call.arg(0));
-        in_off_p = a1;
-        out_fd = static_cast<int>(a2);
-        out_off_p = a3;
-        count = a4;
-      }
-      // sendfile copies its offset before it looks at the descriptors.
-      int64_t in_off = -1, out_off = -1;
-      if (nr == SYS_sendfile && in_off_p &&
-          ReadMemory(*t.proc, in_off_p, &in_off, sizeof in_off) != 0) {
-        return Decision::Emulate(-EFAULT);
-      }
-      auto in_shadow = ShadowOf(t, in_fd);
-      auto out_shadow = ShadowOf(t, out_fd);
-      ScopedFd in_borrowed, out_borrowed;
-      int in = in_shadow ? in_shadow->fd : (in_borrowed.reset(Borrow(t, in_fd)), in_borrowed.get());
-      int out =
-          out_shadow ? out_shadow->fd : (out_borrowed.reset(Borrow(t, out_fd)), out_borrowed.get());
-      if (in < 0) return Decision::Emulate(in);
-      if (out < 0) {
-        // sendfile checks its input (access mode, offset, range) before it looks at the
-        // output: the kernel's own call with no output descriptor says which fails first.
-        if (nr == SYS_sendfile) {
-          loff_t probe = in_off;
-          return Decision::Emulate(
-              Result(syscall(SYS_sendfile, -1, in, in_off_p ? &probe : nullptr, count)));
-        }
-        return Decision::Emulate(out);
-      }
-      struct stat si, so;
-      fstat(in, &si);
-      fstat(out, &so);
-      if (nr != SYS_splice && !IsStream(si) && !IsStream(so)) {
-        // Files at both ends: the kernel's own call on the same open file descriptions, which
-        // gives its every check (flags, access modes, O_APPEND, overlapping ranges of one
-        // file, limits), its short counts, and moves the file offsets it moves.
-        if (nr == SYS_copy_file_range) {
-          if (in_off_p && ReadMemory(*t.proc, in_off_p, &in_off, sizeof in_off) != 0)
-            return Decision::Emulate(-EFAULT);
-          if (out_off_p && ReadMemory(*t.proc, out_off_p, &out_off, sizeof out_off) != 0)
-            return Decision::Emulate(-EFAULT);
-        }
-        loff_t host_in = in_off, host_out = out_off;
-        {
-          AsTracee as(c);  // a write clears set-id bits as the tracee's would
-          r = nr == SYS_sendfile
-                  ? Result(syscall(SYS_sendfile, out, in, in_off_p ? &host_in : nullptr, count))
-                  : Result(syscall(SYS_copy_file_range, in, in_off_p ? &host_in : nullptr, out,
-                                   out_off_p ? &host_out : nullptr, count, call.arg(5)));
-        }
-        // sendfile stores its offset back whatever happened; copy_file_range after a copy.
-        const bool store = nr == SYS_sendfile || r > 0;
-        if (store && in_off_p && WriteMemory(*t.proc, in_off_p, &host_in, sizeof host_in) != 0)
-          return Decision::Emulate(-EFAULT);
-        if (store && out_off_p && WriteMemory(*t.proc, out_off_p, &host_out, sizeof host_out) != 0)
-          return Decision::Emulate(-EFAULT);
-        return Decision::Emulate(r);
-      }
-      // A pipe or socket that is not ready would block the monitor: the call waits parked.
-      pollfd pf[2] = {{in, POLLIN, 0}, {out, POLLOUT, 0}};
-      if ((!S_ISREG(si.st_mode) && poll(&pf[0], 1, 0) == 0) ||
-          (!S_ISREG(so.st_mode) && poll(&pf[1], 1, 0) == 0)) {
-        return Decision::Park();
-      }
-      if (nr != SYS_sendfile && in_off_p &&
-          ReadMemory(*t.proc, in_off_p, &in_off, sizeof in_off) != 0) {
-        return Decision::Emulate(-EFAULT);
-      }
-      if (out_off_p && ReadMemory(*t.proc, out_off_p, &out_off, sizeof out_off) != 0)
-        return Decision::Emulate(-EFAULT);
-      std::vector<char> buf(std::min<uint64_t>(count, kChunk));
-      ssize_t got =
-          in_off_p ? pread(in, buf.data(), buf.size(), in_off) : read(in, buf.data(), buf.size());
-      if (got <= 0) return Decision::Emulate(got < 0 ? -errno : 0);
-      ssize_t put = out_off_p ? pwrite(out, buf.data(), static_cast<size_t>(got), out_off)
-                              : write(out, buf.data(), static_cast<size_t>(got));
-      if (put < 0) return Decision::Emulate(-errno);
-      if (!in_off_p && put < got) lseek(in, put - got, SEEK_CUR);  // give back what was not used
-      if (in_off_p) {
-        in_off += put;
-        WriteMemory(*t.proc, in_off_p, &in_off, sizeof in_off);
-      }
-      if (out_off_p) {
-        out_off += put;
-        WriteMemory(*t.proc, out_off_p, &out_off, sizeof out_off);
-      }
-      return Decision::Emulate(put);
-    }
+    case SYS_splice:
+      return Copy(t, call, c);
     default:
       return Decision::Emulate(-EINVAL);
   }

@@ -46,6 +46,8 @@ class HostHandler : public CallHandler {
     int temp_fd = -1;  // kMmapClose: the real descriptor injected for mmap
   };
 
+  Decision OpenCall(Thread& t, SyscallRegs& call);
+  Decision Close(Thread& t, SyscallRegs& call);
   // `how`: the open_how the kernel uses (built from open/openat's arguments or openat2's),
   // already checked.
   Decision Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t path_addr, const open_how& how);

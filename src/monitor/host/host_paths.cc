@@ -41,33 +41,8 @@ long CopyOut(Thread& t, uint64_t addr, const T& v, long r) {
   return WriteMemory(*t.proc, addr, &v, sizeof v) == 0 ? r : -EFAULT;
 }
 
-bool IsXattrCall(long nr) {
-  switch (nr) {
-    case SYS_setxattr:
-    case SYS_lsetxattr:
-    case SYS_fsetxattr:
-    case SYS_getxattr:
-    case SYS_lgetxattr:
-    case SYS_fgetxattr:
-    case SYS_listxattr:
-    case SYS_llistxattr:
-    case SYS_flistxattr:
-    case SYS_removexattr:
-    case SYS_lremovexattr:
-    case SYS_fremovexattr:
-      return true;
-    default:
-      return false;
-  }
-}
-
 bool IsXattrSet(long nr) {
   return nr == SYS_setxattr || nr == SYS_lsetxattr || nr == SYS_fsetxattr;
-}
-
-bool IsXattrByFd(long nr) {
-  return nr == SYS_fsetxattr || nr == SYS_fgetxattr || nr == SYS_flistxattr ||
-         nr == SYS_fremovexattr;
 }
 
 // What the xattr calls copy from the tracee before they look at the path: the name (all but the
@@ -110,100 +85,71 @@ long FirstPathError(long nr, const PathArg& p, unsigned link_flags, const Creds&
   return fd.get() < 0 ? -errno : 0;
 }
 
-}  // namespace
-
-Decision HostHandler::PathCall(Thread& t, SyscallRegs& call) {
-  const long nr = call.nr();
-  const SyscallInfo* info = FindSyscall(nr);
-  if (!info) return Decision::Pass();
-  std::array<uint64_t, 6> args;
-  for (int i = 0; i < 6; ++i) args[static_cast<size_t>(i)] = call.arg(i);
-  // The kernel's own order: flags and sizes, then what the call copies from memory before its
-  // paths (times, link target, attribute name and value), then each path and its directory.
-  if (int err = calls::EarlyErrno(nr, args)) return Decision::Emulate(-err);
-  timespec ts[2];
+// One path call being made by the monitor: what it read from the tracee before its paths, and
+// its paths, each resolved to a directory descriptor of the monitor's.
+struct HostPathCall {
+  Thread& t;
+  SyscallRegs& call;
+  const long nr;
+  const SyscallInfo& info;
+  const Creds& c;
+  const uint64_t a1, a2, a3, a4;
+  timespec ts[2] = {};
   timespec* times = nullptr;
-  std::string target;
+  std::string target;  // a symbolic link's target
   XattrArgs xattr;
-  std::shared_ptr<HostFile> xattr_shadow;
-  if (nr == SYS_utimensat) {
-    if (call.arg(2)) {
-      if (ReadMemory(*t.proc, call.arg(2), ts, sizeof ts) != 0) return Decision::Emulate(-EFAULT);
-      times = ts;
-      if (calls::UtimesNothingToDo(times)) return Decision::Emulate(0);
-    }
-    const bool by_descriptor = call.arg(1) == 0 && static_cast<int>(call.arg(0)) != AT_FDCWD;
-    if (int err = calls::ValidateUtimensatFlags(static_cast<unsigned>(call.arg(3)), by_descriptor))
-      return Decision::Emulate(-err);
-  } else if (nr == SYS_symlink || nr == SYS_symlinkat) {
-    if (int err = ReadString(*t.proc, call.arg(0), 4096, &target)) return Decision::Emulate(-err);
-    if (target.empty()) return Decision::Emulate(-ENOENT);
-  } else if (IsXattrCall(nr)) {
-    if (IsXattrByFd(nr)) {
-      xattr_shadow = ShadowOf(t, static_cast<int>(call.arg(0)));
-      if (!xattr_shadow) return Decision::Pass();
-    }
-    if (long r = ReadXattrArgs(t, nr, call, &xattr)) return Decision::Emulate(r);
-    // An O_PATH descriptor is no descriptor to these calls (checked after the name and value).
-    if (xattr_shadow && (fcntl(xattr_shadow->fd, F_GETFL) & O_PATH))
-      return Decision::Emulate(-EBADF);
-  }
-  const Creds& c = CredsOf(t);
-  // Gather the path arguments: each kPath that follows a kDirFd uses it; others use the cwd.
+  std::shared_ptr<HostFile> xattr_shadow;  // the descriptor of the f*xattr calls
   PathArg paths[2];
   int npaths = 0;
-  // An error of the second path (its name or its directory) is reported only after the walk on
-  // the first.
-  auto second_path_error = [&](long err) {
-    if (npaths == 2) {
-      const unsigned link_flags = nr == SYS_linkat ? static_cast<unsigned>(call.arg(4)) : 0;
-      if (long first = FirstPathError(nr, paths[0], link_flags, c)) return Decision::Emulate(first);
+
+  HostPathCall(Thread& thread, SyscallRegs& regs, const SyscallInfo& call_info, const Creds& creds)
+      : t(thread),
+        call(regs),
+        nr(regs.nr()),
+        info(call_info),
+        c(creds),
+        a1(regs.arg(1)),
+        a2(regs.arg(2)),
+        a3(regs.arg(3)),
+        a4(regs.arg(4)) {}
+  const char* P(int i) const { return paths[i].path.c_str(); }
+  int D(int i) const { return paths[i].dirfd; }
+  // What the call copies from memory before its paths: 0 or -errno; 1 when it has nothing to
+  // do; 2 when the descriptor of an f*xattr call is not the monitor's.
+  long ReadExtras();
+  // By family, once the paths are resolved.
+  Decision Stats();
+  Decision Attributes();
+  Decision Names();
+  Decision Xattrs();
+};
+
+long HostPathCall::ReadExtras() {
+  if (nr == SYS_utimensat) {
+    if (call.arg(2)) {
+      if (ReadMemory(*t.proc, call.arg(2), ts, sizeof ts) != 0) return -EFAULT;
+      times = ts;
+      if (calls::UtimesNothingToDo(times)) return 1;
     }
-    return Decision::Emulate(err);
-  };
-  for (int i = 0; i < 6 && info->args[i] != Arg::kNone; ++i) {
-    if (info->args[i] != Arg::kPath) continue;
-    // The xattr name and symlink target are strings, not paths to resolve.
-    const bool is_name = IsXattrCall(nr) && i == 1;
-    const bool is_target = (nr == SYS_symlink || nr == SYS_symlinkat) && i == 0;
-    if (is_name || is_target) continue;
-    if (npaths == 2) break;
-    PathArg& p = paths[npaths++];
-    const uint64_t addr = call.arg(i);
-    const int dirfd =
-        i > 0 && info->args[i - 1] == Arg::kDirFd ? static_cast<int>(call.arg(i - 1)) : AT_FDCWD;
-    // utimensat(fd, NULL, ...) is futimens: the descriptor itself.
-    if (addr == 0 && nr == SYS_utimensat && dirfd != AT_FDCWD) {
-      p.dirfd = -1;
-      continue;
-    }
-    const bool empty_allowed = calls::EmptyPathAllowed(nr, i, args);
-    bool via_shadow = false;
-    // statx and newfstatat take NULL for an empty path with AT_EMPTY_PATH.
-    const bool null_is_empty =
-        addr == 0 && empty_allowed && (nr == SYS_statx || nr == SYS_newfstatat);
-    int err = null_is_empty ? 0 : ReadPath(t, addr, &p.path, &via_shadow, table_);
-    if (nr == SYS_statx || nr == SYS_newfstatat) {
-      // Their flags are checked before the path is looked at, except on the shortcut to the
-      // descriptor itself.
-      const unsigned flags = static_cast<unsigned>(call.arg(nr == SYS_statx ? 2 : 3));
-      const bool by_fd = calls::StatsDescriptorItself(nr, dirfd, err == 0 && p.path.empty(), flags);
-      const int invalid =
-          nr == SYS_statx ? calls::ValidateStatx(flags, static_cast<unsigned>(call.arg(3)), by_fd)
-          : by_fd         ? 0
-                          : calls::ValidateFstatatFlags(flags);
-      if (invalid) return Decision::Emulate(-invalid);
-    }
-    if (err) return second_path_error(-err);
-    if (p.path.empty() && !empty_allowed) return second_path_error(-ENOENT);
-    if (!via_shadow && IsKernelPath(p.path)) return Decision::Pass();
-    int dfd = ResolveDirFd(t, dirfd, p.path, p.holder);
-    if (dfd < 0 && dfd != AT_FDCWD) return second_path_error(dfd);
-    p.dirfd = dfd;
+    const bool by_descriptor = call.arg(1) == 0 && static_cast<int>(call.arg(0)) != AT_FDCWD;
+    return -calls::ValidateUtimensatFlags(static_cast<unsigned>(call.arg(3)), by_descriptor);
   }
-  const uint64_t a1 = call.arg(1), a2 = call.arg(2), a3 = call.arg(3), a4 = call.arg(4);
-  auto P = [&](int i) { return paths[i].path.c_str(); };
-  auto D = [&](int i) { return paths[i].dirfd; };
+  if (nr == SYS_symlink || nr == SYS_symlinkat) {
+    if (int err = ReadString(*t.proc, call.arg(0), 4096, &target)) return -err;
+    return target.empty() ? -ENOENT : 0;
+  }
+  if (info.family != Family::kXattr) return 0;
+  if (info.args[0] == Arg::kFd) {
+    xattr_shadow = ShadowOf(t, static_cast<int>(call.arg(0)));
+    if (!xattr_shadow) return 2;
+  }
+  if (long r = ReadXattrArgs(t, nr, call, &xattr)) return r;
+  // An O_PATH descriptor is no descriptor to these calls (checked after the name and value).
+  if (xattr_shadow && (fcntl(xattr_shadow->fd, F_GETFL) & O_PATH)) return -EBADF;
+  return 0;
+}
+
+Decision HostPathCall::Stats() {
   long r;
   switch (nr) {
     case SYS_stat:
@@ -232,6 +178,13 @@ Decision HostHandler::PathCall(Thread& t, SyscallRegs& call) {
       r = f.get() < 0 ? -errno : Result(fstatfs(f.get(), &sf));
       return Decision::Emulate(CopyOut(t, a1, sf, r));
     }
+    default:
+      return Decision::Pass();
+  }
+}
+
+Decision HostPathCall::Attributes() {
+  switch (nr) {
     case SYS_access:
     case SYS_faccessat:
     case SYS_faccessat2: {
@@ -294,6 +247,24 @@ Decision HostHandler::PathCall(Thread& t, SyscallRegs& call) {
       const int flags = nr == SYS_utimensat ? static_cast<int>(a3) : 0;
       return Decision::Emulate(Result(utimensat(D(0), P(0), times, flags)));
     }
+    case SYS_truncate: {
+      // truncate(2) has no directory argument: the file is found relative to the tracee's
+      // cwd (an O_PATH descriptor, with the lookup's errors), then truncated by the path of
+      // that descriptor, which checks write permission as truncate does.
+      AsTracee as(c);
+      ScopedFd f(openat(D(0), P(0), O_PATH | O_CLOEXEC));
+      if (f.get() < 0) return Decision::Emulate(-errno);
+      const std::string via = "/proc/self/fd/" + std::to_string(f.get());
+      return Decision::Emulate(Result(truncate(via.c_str(), static_cast<off_t>(a1))));
+    }
+    default:
+      return Decision::Pass();
+  }
+}
+
+Decision HostPathCall::Names() {
+  long r;
+  switch (nr) {
     case SYS_mkdir:
     case SYS_mkdirat: {
       const mode_t mode = static_cast<mode_t>(nr == SYS_mkdir ? a1 : a2);
@@ -359,24 +330,16 @@ Decision HostHandler::PathCall(Thread& t, SyscallRegs& call) {
       if (r > 0 && WriteMemory(*t.proc, buf, out.data(), static_cast<size_t>(r)) != 0) r = -EFAULT;
       return Decision::Emulate(r);
     }
-    case SYS_truncate: {
-      // truncate(2) has no directory argument: the file is found relative to the tracee's
-      // cwd (an O_PATH descriptor, with the lookup's errors), then truncated by the path of
-      // that descriptor, which checks write permission as truncate does.
-      AsTracee as(c);
-      ScopedFd f(openat(D(0), P(0), O_PATH | O_CLOEXEC));
-      if (f.get() < 0) return Decision::Emulate(-errno);
-      const std::string via = "/proc/self/fd/" + std::to_string(f.get());
-      return Decision::Emulate(Result(truncate(via.c_str(), static_cast<off_t>(a1))));
-    }
     default:
-      break;
+      return Decision::Pass();
   }
-  if (!IsXattrCall(nr)) return Decision::Pass();
+}
+
+Decision HostPathCall::Xattrs() {
+  long r;
   // Extended attributes: path, l-path and descriptor forms share the work.
-  const bool by_fd = IsXattrByFd(nr);
-  const bool nofollow =
-      nr == SYS_lsetxattr || nr == SYS_lgetxattr || nr == SYS_llistxattr || nr == SYS_lremovexattr;
+  const bool by_fd = info.args[0] == Arg::kFd;
+  const bool nofollow = !by_fd && info.last_link == LastLink::kNever;
   ScopedFd target_fd;
   if (!by_fd) {
     AsTracee as(c);
@@ -429,6 +392,87 @@ Decision HostHandler::PathCall(Thread& t, SyscallRegs& call) {
     default:  // removexattr, lremovexattr, fremovexattr
       r = fd >= 0 ? fremovexattr(fd, name) : removexattr(via.c_str(), name);
       return Decision::Emulate(Result(r));
+  }
+}
+
+}  // namespace
+
+Decision HostHandler::PathCall(Thread& t, SyscallRegs& call) {
+  const long nr = call.nr();
+  const SyscallInfo* info = FindSyscall(nr);
+  if (!info) return Decision::Pass();
+  std::array<uint64_t, 6> args;
+  for (int i = 0; i < 6; ++i) args[static_cast<size_t>(i)] = call.arg(i);
+  // The kernel's own order: flags and sizes, then what the call copies from memory before its
+  // paths (times, link target, attribute name and value), then each path and its directory.
+  if (int err = calls::EarlyErrno(nr, args)) return Decision::Emulate(-err);
+  HostPathCall hc(t, call, *info, CredsOf(t));
+  if (long r = hc.ReadExtras()) {
+    if (r == 2) return Decision::Pass();
+    return Decision::Emulate(r == 1 ? 0 : r);
+  }
+  const Creds& c = hc.c;
+  // Gather the path arguments: each kPath that follows a kDirFd uses it; others use the cwd.
+  PathArg* paths = hc.paths;
+  int& npaths = hc.npaths;
+  // An error of the second path (its name or its directory) is reported only after the walk on
+  // the first.
+  auto second_path_error = [&](long err) {
+    if (npaths == 2) {
+      const unsigned link_flags = nr == SYS_linkat ? static_cast<unsigned>(call.arg(4)) : 0;
+      if (long first = FirstPathError(nr, paths[0], link_flags, c)) return Decision::Emulate(first);
+    }
+    return Decision::Emulate(err);
+  };
+  PathSlot slots[2];
+  const int nslots = PathSlots(*info, slots);
+  for (int k = 0; k < nslots; ++k) {
+    const int i = slots[k].arg;
+    PathArg& p = paths[npaths++];
+    const uint64_t addr = call.arg(i);
+    const int dirfd =
+        slots[k].dirfd_arg >= 0 ? static_cast<int>(call.arg(slots[k].dirfd_arg)) : AT_FDCWD;
+    // utimensat(fd, NULL, ...) is futimens: the descriptor itself.
+    if (addr == 0 && nr == SYS_utimensat && dirfd != AT_FDCWD) {
+      p.dirfd = -1;
+      continue;
+    }
+    const bool empty_allowed = calls::EmptyPathAllowed(nr, i, args);
+    bool via_shadow = false;
+    // statx and newfstatat take NULL for an empty path with AT_EMPTY_PATH.
+    const bool null_is_empty =
+        addr == 0 && empty_allowed && (nr == SYS_statx || nr == SYS_newfstatat);
+    int err = null_is_empty ? 0 : ReadPath(t, addr, &p.path, &via_shadow, table_);
+    if (nr == SYS_statx || nr == SYS_newfstatat) {
+      // Their flags are checked before the path is looked at, except on the shortcut to the
+      // descriptor itself.
+      const unsigned flags = static_cast<unsigned>(call.arg(nr == SYS_statx ? 2 : 3));
+      const bool by_fd = calls::StatsDescriptorItself(nr, dirfd, err == 0 && p.path.empty(), flags);
+      const int invalid =
+          nr == SYS_statx ? calls::ValidateStatx(flags, static_cast<unsigned>(call.arg(3)), by_fd)
+          : by_fd         ? 0
+                          : calls::ValidateFstatatFlags(flags);
+      if (invalid) return Decision::Emulate(-invalid);
+    }
+    if (err) return second_path_error(-err);
+    if (p.path.empty() && !empty_allowed) return second_path_error(-ENOENT);
+    if (!via_shadow && IsKernelPath(p.path)) return Decision::Pass();
+    int dfd = ResolveDirFd(t, dirfd, p.path, p.holder);
+    if (dfd < 0 && dfd != AT_FDCWD) return second_path_error(dfd);
+    p.dirfd = dfd;
+  }
+  switch (info->family) {
+    case Family::kStat:
+      return hc.Stats();
+    case Family::kAttr:
+    case Family::kData:  // truncate
+      return hc.Attributes();
+    case Family::kNames:
+      return hc.Names();
+    case Family::kXattr:
+      return hc.Xattrs();
+    default:
+      return Decision::Pass();
   }
 }
 

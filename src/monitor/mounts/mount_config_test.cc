@@ -346,7 +346,7 @@ TEST_F(PrepareTest, CreatesTheDefaultMountAndDatabase) {
   EXPECT_EQ(m.host_point, m.point);
   ASSERT_EQ(stat((home_ + "/.local/share/amino").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0700u);  // parents made for a database are private
-  schema::Result<std::unique_ptr<schema::FileSystem>> fs = schema::FileSystem::Open(m.db_dir);
+  Result<std::unique_ptr<schema::FileSystem>> fs = schema::FileSystem::Open(m.db_dir);
   ASSERT_TRUE(fs.ok()) << fs.status().message();
   EXPECT_EQ(p->actions,
             (std::vector<std::string>{"created mount point " + m.point,

@@ -94,7 +94,7 @@ ConfigResult<PreparedMounts> PrepareMounts(const MountTable& table) {
         return ConfigError{who + "cannot create database directory " + m.db_dir + ": " + parent +
                            ": " + std::strerror(perr)};
       }
-      schema::Status st_mkfs = schema::FileSystem::Mkfs(m.db_dir);
+      Status st_mkfs = schema::FileSystem::Mkfs(m.db_dir);
       if (!st_mkfs.ok()) {
         return ConfigError{who + "cannot create a file system in " + m.db_dir + ": " +
                            st_mkfs.message()};

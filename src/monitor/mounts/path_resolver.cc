@@ -7,9 +7,6 @@ namespace amino::monitor::mounts {
 
 namespace {
 
-using schema::Result;
-using schema::Status;
-
 bool EndsWithSlash(std::string_view s) { return !s.empty() && s.back() == '/'; }
 
 // Appends `s` to `out` with every run of slashes as one, also across the seam.

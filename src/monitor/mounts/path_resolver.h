@@ -9,7 +9,7 @@
 // because there "x/.." depends on what x is (a symbolic link, a file, nothing), which only the
 // schema knows. The schema follows links stored in the mount, and a resolution that leaves the
 // mount (".." at its root, an absolute link target) comes back as Status::Escape
-// (src/schema/status.h); ContinueOnHost takes it from there.
+// (src/base/status.h); ContinueOnHost takes it from there.
 //
 // Lexical resolution is exact where no ".." cancels a component the path itself named: the walk
 // starts from a host directory as the kernel names it (canonical, so its own ".." are exact).
@@ -22,8 +22,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/status.h"
 #include "monitor/mounts/mount_table.h"
-#include "schema/status.h"
 
 namespace amino::monitor::mounts {
 
@@ -108,8 +108,8 @@ class PathResolver {
   // directory descriptor (kHost, unchanged) or the virtual directory (kAmino). Components over
   // NAME_MAX bytes inside a mount are the schema's to refuse, in walk order as the kernel does
   // ("missing/LONG" is ENOENT, "LONG/x" ENAMETOOLONG).
-  schema::Result<ClassifiedPath> Classify(const PathBase& base, std::string_view path,
-                                          bool empty_path_ok = false) const;
+  Result<ClassifiedPath> Classify(const PathBase& base, std::string_view path,
+                                  bool empty_path_ok = false) const;
 
   // Where a resolution continues after the schema left `mount` with Status::Escape(escaped)
   // (escaped_path()): an absolute path (an absolute link target followed by the rest) is
@@ -117,14 +117,14 @@ class PathResolver {
   // rest) from the mount point's host directory, where ".." reaches its host parent. The
   // result may enter a mount again (the same or another); a kHost result always carries a
   // substitute path (`unchanged` is false). The caller counts continuations (kMaxEscapes).
-  schema::Result<ClassifiedPath> ContinueOnHost(const Mount& mount, std::string_view escaped) const;
+  Result<ClassifiedPath> ContinueOnHost(const Mount& mount, std::string_view escaped) const;
 
   // After a failed check of `r` (see ClassifiedPath::check_path): `kernel_dir` is the
   // kernel's name for r.check_path (readlink of /proc/self/fd/N after an O_PATH open) and
   // `walked` the path `r` came from (the argument, or the escaped path). Classifies the rest
   // from there; a kHost result keeps the argument unchanged unless r.from_escape.
-  schema::Result<ClassifiedPath> Recheck(const ClassifiedPath& r, std::string_view kernel_dir,
-                                         std::string_view walked) const;
+  Result<ClassifiedPath> Recheck(const ClassifiedPath& r, std::string_view kernel_dir,
+                                 std::string_view walked) const;
 
  private:
   const MountTable& table_;

@@ -30,7 +30,6 @@ namespace {
 
 using schema::Cred;
 using schema::FileSystem;
-using schema::Status;
 using schema::Transaction;
 
 constexpr time_t kBaseTime = 1'000'000'000;
@@ -235,7 +234,7 @@ class PathResolverKernelTest : public ::testing::Test {
     std::string host_dir = sim_ + (b.native.empty() ? "" : "/" + b.native);
     PathBase base =
         b.is_virtual ? PathBase::Virtual(*by_name_.at(b.mount), b.rel) : PathBase::Host(host_dir);
-    schema::Result<ClassifiedPath> r = resolver_->Classify(base, path);
+    Result<ClassifiedPath> r = resolver_->Classify(base, path);
     std::string walked = path;
     for (int hops = 0;; ++hops) {
       if (!r.ok()) return Errno(r.status().error());
@@ -287,7 +286,7 @@ class PathResolverKernelTest : public ::testing::Test {
           return r == 0 ? HostIdentity(st) : Errno(errno);
         },
         [&](FileSystem& fs, const std::string& p, Status* status) -> std::string {
-          schema::Result<schema::Stat> st = schema::Result<schema::Stat>(Status::Errno(EIO));
+          Result<schema::Stat> st = Result<schema::Stat>(Status::Errno(EIO));
           *status = fs.Run([&](Transaction& t) {
             st = fs.GetStat(t, Cred::Root(), p, follow);
             return st.status();

@@ -29,13 +29,13 @@ class PathResolverTest : public ::testing::Test {
     return MountTable(std::move(v));
   }
 
-  ClassifiedPath Ok(schema::Result<ClassifiedPath> r) {
+  ClassifiedPath Ok(Result<ClassifiedPath> r) {
     EXPECT_TRUE(r.ok()) << r.status().message();
     return r.ok() ? std::move(r).value() : ClassifiedPath{};
   }
   // "host" (unchanged), "host PATH" (substitute) or "amino MOUNTDB PATH", plus " /" for a
   // trailing slash and " check=PATH".
-  std::string Show(const schema::Result<ClassifiedPath>& r) {
+  std::string Show(const Result<ClassifiedPath>& r) {
     if (!r.ok()) return "errno " + std::to_string(r.status().error());
     const ClassifiedPath& c = r.value();
     std::string s;

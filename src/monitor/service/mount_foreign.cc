@@ -32,9 +32,9 @@ long MountHandler::OnForeignCall(Thread& t, const ForeignCall& c) {
       break;
   }
   if (!info || !info->file) return 0;
-  // A symbolic link's target is only text.
-  const int first = c.native_nr == SYS_symlink || c.native_nr == SYS_symlinkat ? 1 : 0;
-  for (int i = first; i < 6; ++i) {
+  // Paths and descriptors by the table's roles (a symbolic link's target and an attribute's
+  // name are only text).
+  for (int i = 0; i < 6; ++i) {
     const int fd = static_cast<int>(c.args[i]);
     switch (info->args[i]) {
       case Arg::kFd:

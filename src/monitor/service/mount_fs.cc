@@ -5,8 +5,6 @@
 #include <cstdio>
 #include <functional>
 
-#include "schema/store.h"
-
 namespace amino::monitor::service {
 
 schema::Result<std::vector<std::unique_ptr<MountFs>>> OpenMountFileSystems(
@@ -50,8 +48,6 @@ schema::Result<std::vector<std::unique_ptr<MountFs>>> OpenMountFileSystems(
 }
 
 namespace {
-const CallerTxn* g_caller = nullptr;
-uint64_t g_calls_run = 0;
 
 CallOutcome Classify(MountFs& m, schema::Status status) {
   CallOutcome out;
@@ -75,14 +71,11 @@ CallOutcome Classify(MountFs& m, schema::Status status) {
 }
 }  // namespace
 
-void SetCallerTxn(const CallerTxn* caller) { g_caller = caller; }
-
-uint64_t CallsRun() { return g_calls_run; }
-
-CallOutcome RunCall(MountFs& m, const std::function<schema::Status(schema::Transaction&)>& body,
+CallOutcome RunCall(MountFs& m, const CallerTxn& caller,
+                    const std::function<schema::Status(schema::Transaction&)>& body,
                     schema::Transaction* parent) {
-  if (!parent && g_caller && *g_caller) {
-    auto p = (*g_caller)(m);
+  if (!parent && caller) {
+    auto p = caller(m);
     if (!p.ok()) return Classify(m, p.status());
     parent = *p;
   }
@@ -121,7 +114,7 @@ void TouchLinksAlone(MountFs& m, const std::vector<schema::FileId>& links,
 CallOutcome RunCallAlone(MountFs& m,
                          const std::function<schema::Status(schema::Transaction&)>& body,
                          schema::Transaction* parent) {
-  ++g_calls_run;
+  ++m.calls_run;
   schema::TxnOptions options;
   options.durability = m.durability;
   options.nowait = true;
@@ -132,7 +125,6 @@ CallOutcome RunCallAlone(MountFs& m,
   if (!txn.ok()) {
     out.status = txn.status();
   } else {
-    const uint64_t writes_before = schema::Store::WritesMade();
     out.status = body(*txn);
     links = m.fs->TakeFollowedLinks();
     if (out.status.ok() && !links.empty()) {
@@ -144,11 +136,11 @@ CallOutcome RunCallAlone(MountFs& m,
       // the cache and through cursors at different moments can even look damaged).
       if (schema::Status held = txn->CheckCachedReads(); !held.ok()) out.status = held;
     }
+    const bool wrote = txn->wrote();
     if (out.status.ok()) {
       out.status = txn->Commit();
-      if (out.status.ok() && schema::Store::WritesMade() != writes_before) ++m.change_generation;
-    } else if (parent && !out.status.is_conflict() && !out.status.is_storage() &&
-               schema::Store::WritesMade() == writes_before) {
+      if (out.status.ok() && wrote) ++m.change_generation;
+    } else if (parent && !out.status.is_conflict() && !out.status.is_storage() && !wrote) {
       // A call that fails inside an application transaction without having changed anything
       // hands its read locks to the transaction, as one that succeeds does: what it found (a
       // name missing, a permission lacking) stays true until the transaction ends. (Aborting

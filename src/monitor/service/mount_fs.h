@@ -38,6 +38,9 @@ struct MountFs {
   // Calls that met a failure of the database itself (the first is reported, the count at the
   // end of the command).
   uint64_t storage_failures = 0;
+  // Per-call transactions run so far (to tell a served call from one the kernel or the host
+  // emulation performed).
+  uint64_t calls_run = 0;
 };
 
 // Every mount of `table` opened (running recovery where a previous user died). `sync`: every
@@ -56,18 +59,15 @@ struct CallOutcome {
   schema::Status status;
 };
 
-// The application transaction of the thread whose call is being served: per-call transactions
-// become children of it. Set by the handler for the duration of one call (null: none).
+// The application transaction of the thread whose call is being served, on a mount: per-call
+// transactions become children of it. Empty when the caller has none.
 using CallerTxn = std::function<schema::Result<schema::Transaction*>(MountFs&)>;
-void SetCallerTxn(const CallerTxn* caller);
-// How many per-call transactions have run so far (to tell a served call from one the kernel
-// or the host emulation performed).
-uint64_t CallsRun();
 
 // Runs `body` in a per-call transaction on `m`: a child of `parent` when given, else of the
 // caller's application transaction, if any (its errors are the call's: a doomed transaction,
 // another mount).
-CallOutcome RunCall(MountFs& m, const std::function<schema::Status(schema::Transaction&)>& body,
+CallOutcome RunCall(MountFs& m, const CallerTxn& caller,
+                    const std::function<schema::Status(schema::Transaction&)>& body,
                     schema::Transaction* parent = nullptr);
 // As RunCall, but never inside the caller's transaction (work that belongs to no one call).
 CallOutcome RunCallAlone(MountFs& m,

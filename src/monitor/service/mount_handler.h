@@ -3,16 +3,20 @@
 // transaction; every other call goes to the kernel untouched, or with a substitute path when
 // its argument was relative to a directory inside a mount (or a link there led out of it).
 //
-// The work is split by kind of call:
-//   mount_txn.cc       entry of every call (OnEntry), plain or inside the caller's application
-//                      transaction; libamino's pseudo-calls (TxnCall); closes left for later
-//   mount_handler.cc   dispatch, opens and the descriptor life cycle (dup, close, fd passing)
-//   mount_resolve.cc   path arguments to targets; cwd (chdir, fchdir, getcwd); substitutes
-//   mount_paths.cc     calls on paths (stat, mkdir, rename, xattrs, ...)
-//   mount_data.cc      calls on served descriptors (read, write, getdents, locks, ...)
-//   mount_exec.cc      exec of programs stored in a mount; mmap of served files
-//   mount_nodes.cc     opens of stored FIFOs and device nodes (on host nodes, host_nodes.h)
-//   mount_foreign.cc   calls of another ABI (int $0x80, x32) that name a mount: refused
+// The work is split by kind of call (docs/impl.md walks one call through them):
+//   mount_txn.cc          entry of every call (OnEntry), plain or inside the caller's
+//                         application transaction; libamino's pseudo-calls (TxnCall)
+//   mount_handler.cc      dispatch by call (Serve); what exits, task exits and execs change
+//   mount_open.cc         opens: the file opened in the schema, the tracee given a shadow
+//   mount_descriptors.cc  the shadows' life cycle (dup, close, fcntl, passing in SCM_RIGHTS)
+//   mount_resolve.cc      path arguments to targets; cwd (chdir, fchdir, getcwd); substitutes
+//   mount_paths.cc        calls on paths: arguments in the kernel's order, targets, rename and
+//                         link across file systems; path_call.h serves them in the schema
+//   mount_data.cc         calls on served descriptors; fd_call.h serves them by kind
+//   exec_call.h           exec of programs stored in a mount (program_copies.h, shebang.h)
+//   mount_mmap.cc         mmap of served files (shared ones through shared_mappings.h)
+//   mount_nodes.cc        opens of stored FIFOs and device nodes (on host nodes, host_nodes.h)
+//   mount_foreign.cc      calls of another ABI (int $0x80, x32) that name a mount: refused
 // Beside the class: mount_fs.cc runs one call in its own transaction on a mount (RunCall),
 // served_file.cc is a descriptor's open file, user_txn.cc the application transactions.
 #pragma once
@@ -37,6 +41,7 @@
 #include "monitor/service/served_file.h"
 #include "monitor/service/shared_mappings.h"
 #include "monitor/service/user_txn.h"
+#include "monitor/syscall_table.h"
 #include "schema/cred.h"
 
 namespace amino::monitor::service {
@@ -63,10 +68,6 @@ struct ServiceOptions {
   bool external = false;            // external synchrony (external_sync.h)
   std::chrono::milliseconds lock_timeout{10000};
 };
-
-// Removes the host copy of a stored program made for an exec (mount_exec.cc), and the directory
-// of its own that a set-user-ID or set-group-ID program's copy lies in.
-void RemoveProgramCopy(const std::string& path);
 
 class MountHandler : public CallHandler {
  public:
@@ -98,6 +99,9 @@ class MountHandler : public CallHandler {
   using Done = std::function<long()>;
 
  private:
+  friend class ServedPathCall;  // serves the path calls (path_call.h)
+  friend class ExecCall;        // serves exec (exec_call.h)
+
   MountHandler(mounts::MountTable table, std::vector<std::unique_ptr<MountFs>> mounts,
                const ServiceOptions& options);
 
@@ -137,7 +141,7 @@ class MountHandler : public CallHandler {
     std::string dir_last;  // kVirtualChdir: the directory's last path (it may have none now)
     std::string temp_path;
   };
-  // Threads given a descriptor of a set-id program's copy to exec (mount_exec.cc): its number,
+  // Threads given a descriptor of a set-id program's copy to exec (exec_call.h): its number,
   // and the registers of the exec call as the program made it.
   struct ExecFd {
     int fd = -1;
@@ -150,6 +154,10 @@ class MountHandler : public CallHandler {
   Decision Serve(Thread& t, SyscallRegs& call);
   Decision ServePlain(Thread& t, SyscallRegs& call);
   Decision ServeInTxn(Thread& t, SyscallRegs& call);
+  Decision MmapCall(Thread& t, SyscallRegs& call);
+  Decision SyncCall(Thread& t, SyscallRegs& call);
+  // --- mount_open.cc
+  Decision OpenAt2(Thread& t, SyscallRegs& call);
   Decision Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t path_addr, int flags, mode_t mode,
                 int path_arg);
   Decision OpenServed(Thread& t, SyscallRegs& call, Target& target, int flags, mode_t mode,
@@ -158,6 +166,7 @@ class MountHandler : public CallHandler {
   Decision OpenDeadDir(Thread& t, SyscallRegs& call, ServedFile& dir, int flags);
   // Gives the tracee a placeholder descriptor for `file` as the result of its open call.
   Decision InstallShadow(Thread& t, SyscallRegs& call, std::shared_ptr<ServedFile> file);
+  // --- mount_descriptors.cc
   Decision Descriptors(Thread& t, SyscallRegs& call);  // dup*, close, close_range, fd passing
   Decision Fcntl(Thread& t, SyscallRegs& call, ServedFile& f);
 
@@ -216,13 +225,28 @@ class MountHandler : public CallHandler {
 
   // --- mount_paths.cc
   Decision PathCall(Thread& t, SyscallRegs& call);
-  Decision ServePath(Thread& t, SyscallRegs& call, Target* targets, int n, int* path_args);
+  // A path call on descriptor `fd` itself (AT_EMPTY_PATH, futimens): `null_path` when its path
+  // argument (register `arg`) was NULL.
+  Decision PathCallOnDescriptor(Thread& t, SyscallRegs& call, int fd, bool null_path, int arg);
+  // A path that is the /proc link of a served descriptor: readlink names the file, and calls
+  // that follow it act on the file (`targets` changed). nullopt: the call goes on.
+  std::optional<Decision> ThroughFdLinks(Thread& t, SyscallRegs& call, const SyscallInfo& info,
+                                         const std::string& path, int n, Target* targets);
+  // Rename and link, once both paths have targets: on the host, in one mount, or across file
+  // systems (EXDEV once each path passed the checks `pair_error(i)` makes: an errno, 0, or -1
+  // for a lock held by another).
+  Decision PathPair(Thread& t, SyscallRegs& call, Target* targets, int* args,
+                    const std::function<int(int)>& pair_error);
+  // Serves a path call whose targets are in a mount (path_call.h). `reruns`: how often a
+  // rename or link ran again after a path left the mount and came back into it.
+  Decision ServePath(Thread& t, SyscallRegs& call, Target* targets, int n, int* path_args,
+                     int reruns = 0);
 
   // --- mount_data.cc
   Decision ServeFd(Thread& t, SyscallRegs& call, ServedFile& f);
 
-  // --- mount_exec.cc
-  Decision Exec(Thread& t, SyscallRegs& call);
+  // --- mount_mmap.cc
+  Decision Exec(Thread& t, SyscallRegs& call);  // ExecCall (exec_call.h)
   Decision Mmap(Thread& t, SyscallRegs& call, ServedFile& f);
   Decision MapShared(Thread& t, SyscallRegs& call, ServedFile& f);
 
@@ -260,6 +284,13 @@ class MountHandler : public CallHandler {
   // Whether a writer has had the FIFO open since `fd` (a non-blocking read end) was opened.
   bool WriterCame(int fd);
 
+  // RunCall (mount_fs.h) inside the application transaction of the call being served, if any.
+  CallOutcome RunCall(MountFs& m, const std::function<schema::Status(schema::Transaction&)>& body) {
+    return service::RunCall(m, caller_txn_, body);
+  }
+  // Per-call transactions run so far on every mount.
+  uint64_t CallsRun() const;
+
   // Credentials of the calling thread for the schema (file-system ids; `real` for access(2)).
   schema::Cred CredOf(Thread& t, bool real = false);
   mode_t UmaskOf(Thread& t);
@@ -282,7 +313,8 @@ class MountHandler : public CallHandler {
   host::ScopedFd probe_read_, probe_write_;  // a pipe WriterCame copies into without consuming
   // Declared after the mounts: transactions end before the file systems close.
   TxnManager txns_;
-  pid_t caller_ = 0;  // the thread whose call is being served
+  pid_t caller_ = 0;      // the thread whose call is being served
+  CallerTxn caller_txn_;  // its application transaction, while one is being served
   bool external_ = false;
   bool flush_failed_ = false;  // reported once
   bool finished_ = false;

@@ -28,24 +28,6 @@ std::string ReadLink(const std::string& path) {
   return std::string(buf, static_cast<size_t>(n));
 }
 
-// Register index of system-call argument `arg`.
-uint64_t* ArgRegister(SyscallRegs& call, int arg) {
-  switch (arg) {
-    case 0:
-      return reinterpret_cast<uint64_t*>(&call.regs.rdi);
-    case 1:
-      return reinterpret_cast<uint64_t*>(&call.regs.rsi);
-    case 2:
-      return reinterpret_cast<uint64_t*>(&call.regs.rdx);
-    case 3:
-      return reinterpret_cast<uint64_t*>(&call.regs.r10);
-    case 4:
-      return reinterpret_cast<uint64_t*>(&call.regs.r8);
-    default:
-      return reinterpret_cast<uint64_t*>(&call.regs.r9);
-  }
-}
-
 // Whether `path` goes up first ("..", "./../x"): then *rest is what follows that "..", walked
 // from the parent ("." when nothing follows).
 bool GoesUpFirst(const std::string& path, std::string* rest) {
@@ -447,12 +429,12 @@ Decision MountHandler::Substitute(Thread& t, SyscallRegs& call, int arg,
         t.proc->region->Put(t.tid, 4096 * static_cast<size_t>(arg & 3), host_path + '\0');
     if (!addr) return Decision::Emulate(-ENAMETOOLONG);
     SyscallRegs with = call;
-    *ArgRegister(with, arg) = addr;
+    with.set_arg(arg, addr);
     // The substitute is absolute: the directory descriptor before it no longer counts, and
     // may be a served directory the host handler knows nothing of.
     const SyscallInfo* info = FindSyscall(call.nr());
     if (info && arg > 0 && info->args[arg - 1] == Arg::kDirFd) {
-      *ArgRegister(with, arg - 1) = static_cast<uint64_t>(static_cast<int64_t>(AT_FDCWD));
+      with.set_arg(arg - 1, static_cast<uint64_t>(static_cast<int64_t>(AT_FDCWD)));
     }
     return host_.OnEntry(t, with);
   }
@@ -466,7 +448,7 @@ Decision MountHandler::Substitute(Thread& t, SyscallRegs& call, int arg,
     p.original = call;
     pending_[t.tid] = std::move(p);
   }
-  *ArgRegister(call, arg) = addr;
+  call.set_arg(arg, addr);
   return Decision::ObserveExit();
 }
 

@@ -6,7 +6,7 @@
 #include "amino/amino.h"
 #include "monitor/service/external_sync.h"
 #include "monitor/service/mount_handler.h"
-#include "schema/store.h"
+#include "monitor/syscall_table.h"
 
 namespace amino::monitor::service {
 
@@ -34,9 +34,7 @@ void MountHandler::Finish() {
 
 void MountHandler::PrintStats(FILE* out) const {
   for (const auto& m : mounts_) {
-    const schema::ReadCache* cache = m->fs->store().read_cache();
-    if (!cache) continue;
-    const uint64_t hits = cache->hits(), misses = cache->misses();
+    const auto [hits, misses] = m->fs->ReadCacheStats();
     std::fprintf(out, "amino: %s: read cache %llu hits, %llu misses (%.0f%%)\n",
                  m->mount->point.c_str(), static_cast<unsigned long long>(hits),
                  static_cast<unsigned long long>(misses),
@@ -63,7 +61,7 @@ bool MountHandler::FlushForOutput() {
 
 Decision MountHandler::OnEntry(Thread& t, SyscallRegs& call) {
   const long nr = call.nr();
-  if (nr >= AMINO_SYS_BASE && nr < AMINO_SYS_BASE + AMINO_SYS_COUNT) return TxnCall(t, call);
+  if (IsLibaminoCall(nr)) return TxnCall(t, call);
   if (!fifo_waits_.empty()) {
     if (std::optional<Decision> d = ResumeFifoWait(t, call)) return *d;
   }
@@ -92,14 +90,19 @@ Decision MountHandler::ServePlain(Thread& t, SyscallRegs& call) {
 
 Decision MountHandler::ServeInTxn(Thread& t, SyscallRegs& call) {
   // Per-call transactions of this call become children of the thread's transaction.
-  const CallerTxn caller = [&](MountFs& m) { return txns_.ParentFor(t.tid, m); };
-  SetCallerTxn(&caller);
+  caller_txn_ = [this, tid = t.tid](MountFs& m) { return txns_.ParentFor(tid, m); };
   caller_ = t.tid;
   Decision d = Serve(t, call);
-  SetCallerTxn(nullptr);
+  caller_txn_ = nullptr;
   caller_ = 0;
   if (d.kind != Decision::Kind::kPark) txns_.OnProgress(t.tid);
   return d;
+}
+
+uint64_t MountHandler::CallsRun() const {
+  uint64_t n = 0;
+  for (const auto& m : mounts_) n += m->calls_run;
+  return n;
 }
 
 Decision MountHandler::Conflict() {

@@ -1,8 +1,8 @@
-#include "schema/status.h"
+#include "base/status.h"
 
 #include <cstring>
 
-namespace amino::schema {
+namespace amino {
 
 std::string Status::message() const {
   switch (kind_) {
@@ -18,4 +18,4 @@ std::string Status::message() const {
   return "unknown status";
 }
 
-}  // namespace amino::schema
+}  // namespace amino
