@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "monitor/call_handler.h"
@@ -36,5 +38,26 @@ ino_t InodeOfFd(pid_t tid, int fd);
 // made.
 Decision DupAtNotification(Thread& t, const SyscallRegs& call, ptrace_ext::NotifyListener& listener,
                            const std::function<void(OpenFile&)>& on_replace);
+
+// After recvmsg (`recvmsg`, the original registers) returned: each descriptor it received that
+// is a placeholder of a `File` (sent by another tracee, in `in_flight`, or still known by its
+// inode in `by_ino`) enters the receiver's table.
+template <typename File>
+void AdoptReceived(Thread& t, const SyscallRegs& recvmsg,
+                   std::unordered_multimap<ino_t, std::shared_ptr<File>>& in_flight,
+                   const std::unordered_map<ino_t, std::weak_ptr<File>>& by_ino) {
+  for (int fd : PassedFds(*t.proc, recvmsg.arg(1))) {
+    const ino_t ino = InodeOfFd(t.tid, fd);
+    if (!ino) continue;
+    std::shared_ptr<File> f;
+    if (auto sent = in_flight.find(ino); sent != in_flight.end()) {
+      f = sent->second;
+      in_flight.erase(sent);
+    } else if (auto known = by_ino.find(ino); known != by_ino.end()) {
+      f = known->second.lock();
+    }
+    if (f && f->placeholder_ino == ino) t.proc->fds->files[fd] = f;
+  }
+}
 
 }  // namespace amino::monitor

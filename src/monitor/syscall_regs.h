@@ -46,4 +46,15 @@ struct SyscallRegs {
   }
 };
 
+// At the exit of a call whose arguments the monitor rewrote: the registers the program made the
+// call with, and the call's result.
+inline SyscallRegs WithOwnArguments(const SyscallRegs& original, const SyscallRegs& at_exit) {
+  SyscallRegs out = original;
+  out.regs.rax = at_exit.regs.rax;
+  out.regs.rip = at_exit.regs.rip;
+  out.regs.rcx = at_exit.regs.rcx;
+  out.regs.r11 = at_exit.regs.r11;
+  return out;
+}
+
 }  // namespace amino::monitor

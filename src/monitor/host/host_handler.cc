@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "monitor/calls/validate.h"
+#include "monitor/pass_descriptor.h"
 #include "monitor/remote_syscall.h"
 #include "monitor/shadow_fds.h"
 #include "monitor/shared_region.h"
@@ -85,11 +86,7 @@ Decision HostHandler::OnEntry(Thread& t, SyscallRegs& call) {
     umask_cleared_ = true;
   }
   const long nr = call.nr();
-  auto pending = pending_.find(t.tid);
-  if (pending != pending_.end() && pending->second.kind == Pending::Kind::kMmapClose &&
-      nr == SYS_mmap) {
-    return Decision::ObserveExit();  // the mmap re-run on the real descriptor
-  }
+  if (MakingAgain(t.tid, nr)) return Decision::ObserveExit();  // on the real descriptor
   if (ChangesCredentials(nr)) {
     creds_.Invalidate(t.tid);
     return Decision::Pass();
@@ -157,75 +154,42 @@ Decision HostHandler::OnEntry(Thread& t, SyscallRegs& call) {
 
 Decision HostHandler::Mmap(Thread& t, SyscallRegs& call) {
   const uint64_t flags = call.arg(3);
-  const int fd = static_cast<int>(call.arg(4));
-  std::shared_ptr<HostFile> f = (flags & MAP_ANONYMOUS) ? nullptr : ShadowOf(t, fd);
+  std::shared_ptr<HostFile> f =
+      (flags & MAP_ANONYMOUS) ? nullptr : ShadowOf(t, static_cast<int>(call.arg(4)));
   if (!f) return Decision::Pass();
-  const int fl = fcntl(f->fd, F_GETFL);
-  if (fl & O_PATH) return Decision::Emulate(-EBADF);  // no descriptor to mmap
-  const int acc = fl & O_ACCMODE;
-  // The kernel maps the real file: the tracee gets a real descriptor for the time of the call,
-  // opened with the shadow's access mode and O_NOATIME (mapping updates the access time).
-  std::string path = PathOfFd(f->fd);
-  if (path.empty()) {
-    // The file has no name any more: what the kernel checks on the descriptor before it maps,
-    // then a refusal (mapping an unlinked shadow is not supported).
-    const uint64_t prot = call.arg(2);
-    const uint64_t type = flags & MAP_TYPE;
-    if (call.arg(1) == 0) return Decision::Emulate(-EINVAL);
-    // Access mode 3 allows neither reading nor writing.
-    if ((type == MAP_SHARED || type == MAP_SHARED_VALIDATE) && (prot & PROT_WRITE) &&
-        acc != O_RDWR && acc != O_WRONLY) {
-      return Decision::Emulate(-EACCES);
-    }
-    if (acc != O_RDONLY && acc != O_RDWR) return Decision::Emulate(-EACCES);
-    return Decision::Emulate(-ENODEV);
-  }
-  Decision restart;
-  if (!EnsureRegion(t, call, &restart)) return restart;
-  uint64_t addr = t.proc->region->Put(t.tid, 0, path + '\0');
-  if (!addr) return Decision::Emulate(-ENOMEM);
-  RemoteSyscalls rs(t, call, false, exit_sink_, listener_);
-  long real = rs.Call(SYS_openat, static_cast<uint64_t>(AT_FDCWD), addr,
-                      static_cast<uint64_t>(acc | (fl & O_NOATIME) | O_CLOEXEC), 0);
-  if (real == -EPERM && (fl & O_NOATIME)) {
-    // O_NOATIME is the owner's: the tracee set it while it owned the file.
-    real = rs.Call(SYS_openat, static_cast<uint64_t>(AT_FDCWD), addr,
-                   static_cast<uint64_t>(acc | O_CLOEXEC), 0);
-  }
-  if (real < 0) {
-    rs.ReturnFromCall(real == -ENOENT ? -ENODEV : real);
-    return Decision::Restart();
-  }
-  SyscallRegs with = call;
-  with.regs.r8 = static_cast<uint64_t>(real);
-  rs.FinishWith(with);
-  Pending p;
-  p.kind = Pending::Kind::kMmapClose;
-  p.temp_fd = static_cast<int>(real);
-  pending_[t.tid] = std::move(p);
-  return Decision::Restart();
+  if (fcntl(f->fd, F_GETFL) & O_PATH) return Decision::Emulate(-EBADF);  // no descriptor to map
+  return OnRealFd(t, call, *f, 4);
 }
 
 Decision HostHandler::Fchdir(Thread& t, SyscallRegs& call) {
   std::shared_ptr<HostFile> f = ShadowOf(t, static_cast<int>(call.arg(0)));
   if (!f) return Decision::Pass();
-  struct stat st;
-  if (fstat(f->fd, &st) != 0) return Decision::Emulate(-errno);
-  if (!S_ISDIR(st.st_mode)) return Decision::Emulate(-ENOTDIR);
-  std::string path = PathOfFd(f->fd);
-  if (path.empty()) return Decision::Emulate(-ENOENT);
-  Decision restart;
-  if (!EnsureRegion(t, call, &restart)) return restart;
-  uint64_t addr = t.proc->region->Put(t.tid, 0, path + '\0');
-  if (!addr) return Decision::Emulate(-ENOMEM);
+  return OnRealFd(t, call, *f, 0);
+}
+
+Decision HostHandler::OnRealFd(Thread& t, SyscallRegs& call, HostFile& f, int fd_arg) {
+  RemoteSyscalls rs(t, call, false, exit_sink_, listener_);
+  const long real = PassDescriptor(rs, t, f.fd);
+  if (real < 0) {
+    // A full descriptor table: neither call needs a descriptor of its own.
+    rs.ReturnFromCall(real == -EMFILE || real == -ENFILE || real == -ESRCH ? -ENOMEM : real);
+    return Decision::Restart();
+  }
+  SyscallRegs with = call;
+  with.set_arg(fd_arg, static_cast<uint64_t>(real));
   Pending p;
-  p.kind = Pending::Kind::kDup;  // nothing to record; registers are put back at the exit
+  p.kind = Pending::Kind::kOnRealFd;
   p.original = call;
-  p.old_fd = -1;
+  p.temp_fd = static_cast<int>(real);
   pending_[t.tid] = std::move(p);
-  call.regs.orig_rax = SYS_chdir;
-  call.regs.rdi = addr;
-  return Decision::ObserveExit();
+  rs.FinishWith(with);
+  return Decision::Restart();
+}
+
+bool HostHandler::MakingAgain(pid_t tid, long nr) const {
+  auto it = pending_.find(tid);
+  return it != pending_.end() && it->second.kind == Pending::Kind::kOnRealFd &&
+         it->second.original.nr() == nr;
 }
 
 void HostHandler::OnExit(Thread& t, SyscallRegs& call) {
@@ -244,20 +208,7 @@ void HostHandler::OnExit(Thread& t, SyscallRegs& call) {
       }
       break;
     case Pending::Kind::kRecvMsg:
-      if (r >= 0) {
-        for (int fd : PassedFds(*t.proc, p.original.arg(1))) {
-          const ino_t ino = InodeOfFd(t.tid, fd);
-          if (!ino) continue;
-          std::shared_ptr<HostFile> f;
-          if (auto sent = in_flight_.find(ino); sent != in_flight_.end()) {
-            f = sent->second;
-            in_flight_.erase(sent);
-          } else if (auto known = by_ino_.find(ino); known != by_ino_.end()) {
-            f = known->second.lock();
-          }
-          if (f && f->placeholder_ino == ino) files[fd] = f;
-        }
-      }
+      if (r >= 0) AdoptReceived(t, p.original, in_flight_, by_ino_);
       return;
     case Pending::Kind::kDup:
       if (r >= 0 && p.old_fd >= 0) {
@@ -271,22 +222,18 @@ void HostHandler::OnExit(Thread& t, SyscallRegs& call) {
     case Pending::Kind::kClose:
       if (r == 0) ApplyCloseRange(t, p.original, [](OpenFile&) {});
       break;
-    case Pending::Kind::kMmapClose: {
-      RemoteSyscalls rs(t, call, true, exit_sink_, listener_);
+    case Pending::Kind::kOnRealFd: {
+      const SyscallRegs out = WithOwnArguments(p.original, call);
+      RemoteSyscalls rs(t, out, true, exit_sink_, listener_);
       rs.Call(SYS_close, static_cast<uint64_t>(p.temp_fd));
       rs.Restore();
-      return;  // registers are the mmap's own
+      call = out;
+      return;
     }
     case Pending::Kind::kNone:
       return;
   }
-  // Put back the argument registers the rewritten call used; the result stays.
-  SyscallRegs out = p.original;
-  out.regs.rax = call.regs.rax;
-  out.regs.rip = call.regs.rip;
-  out.regs.rcx = call.regs.rcx;
-  out.regs.r11 = call.regs.r11;
-  call = out;
+  call = WithOwnArguments(p.original, call);
 }
 
 void HostHandler::OnTaskExit(Thread& t) {

@@ -28,6 +28,9 @@ class HostHandler : public CallHandler {
   bool NeedsStop(long nr) const override;
   bool Emulates() const override { return true; }
   long OnForeignCall(Thread& t, const ForeignCall& call) override;
+  // Whether `tid`'s call `nr` is one this handler is making again on a real descriptor (an
+  // mmap or fchdir of a shadow): its entry and exit are this handler's.
+  bool MakingAgain(pid_t tid, long nr) const;
 
   // A notified open whose path the caller (the mount handler) replaced with `host_path`, an
   // absolute host path (one that leaves a mount): the kernel cannot be given another path, so
@@ -39,12 +42,23 @@ class HostHandler : public CallHandler {
  private:
   // What a thread's rewritten call needs at its exit.
   struct Pending {
-    enum class Kind { kNone, kOpen, kDup, kClose, kMmapClose, kRecvMsg } kind = Kind::kNone;
+    enum class Kind {
+      kNone,
+      kOpen,
+      kDup,
+      kClose,
+      kOnRealFd,  // mmap or fchdir made again on the real descriptor, closed at the exit
+      kRecvMsg,
+    } kind = Kind::kNone;
     SyscallRegs original;  // registers to put back (argument registers) at the exit
     std::shared_ptr<HostFile> file;
     int old_fd = -1;
-    int temp_fd = -1;  // kMmapClose: the real descriptor injected for mmap
+    int temp_fd = -1;  // kOnRealFd: the monitor's descriptor, passed to the tracee
   };
+  // An mmap or fchdir of a shadow: made again by the kernel on the shadow's own open file
+  // description, passed to the tracee for the time of the call (so a file that was unlinked,
+  // renamed or had its permissions changed since it was opened behaves as natively).
+  Decision OnRealFd(Thread& t, SyscallRegs& call, HostFile& f, int fd_arg);
 
   Decision OpenCall(Thread& t, SyscallRegs& call);
   Decision Close(Thread& t, SyscallRegs& call);

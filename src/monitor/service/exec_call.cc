@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "monitor/service/pass_descriptor.h"
+#include "monitor/pass_descriptor.h"
 #include "monitor/service/shebang.h"
 #include "monitor/shared_region.h"
 #include "monitor/tracee_memory.h"

@@ -130,8 +130,9 @@ int MountHandler::MountIndex(const MountFs* m) const {
 
 Decision MountHandler::Serve(Thread& t, SyscallRegs& call) {
   const long nr = call.nr();
-  // Calls on host shadows (made by host_ for notified substitutes) stay with it, as does its
-  // re-run of an mmap on a real descriptor.
+  // Calls on host shadows (made by host_ for notified substitutes) stay with it, as do the
+  // calls it makes again on a shadow's real descriptor.
+  if (host_.MakingAgain(t.tid, nr)) return host_.OnEntry(t, call);
   const int a0 = static_cast<int>(call.arg(0));
   if (!t.proc->fds->files.empty()) {
     const SyscallInfo* info = FindSyscall(nr);
@@ -278,40 +279,12 @@ void MountHandler::OnExit(Thread& t, SyscallRegs& call) {
       }
       return;
     case Pending::Kind::kRecvMsg:
-      if (r >= 0) {
-        for (int fd : PassedFds(*t.proc, p.original.arg(1))) {
-          const ino_t ino = InodeOfFd(t.tid, fd);
-          if (!ino) continue;
-          std::shared_ptr<ServedFile> f;
-          if (auto sent = in_flight_.find(ino); sent != in_flight_.end()) {
-            f = sent->second;
-            in_flight_.erase(sent);
-          } else if (auto known = by_ino_.find(ino); known != by_ino_.end()) {
-            f = known->second.lock();
-          }
-          if (f && f->placeholder_ino == ino) files[fd] = f;
-        }
-      }
+      if (r >= 0) AdoptReceived(t, p.original, in_flight_, by_ino_);
       host_.OnExit(t, call);  // host shadows passed in the same message
       return;
     case Pending::Kind::kChdir:
     case Pending::Kind::kVirtualChdir:
-      if (r == 0) {
-        auto& fs = *t.proc->fs;
-        fs.host_cwd.clear();  // read again on next use
-        if (p.kind == Pending::Kind::kVirtualChdir) {
-          fs.cwd_mount = p.mount_index;
-          fs.cwd_id = p.dir_id;
-          fs.cwd = p.dir_path;
-          fs.cwd_last = p.dir_last;
-          fs.cwd_hold = p.file;
-          fs.cwd_generation = mounts_[static_cast<size_t>(p.mount_index)]->dir_generation;
-        } else {
-          fs.cwd_mount = -1;
-          fs.cwd.clear();
-          fs.cwd_hold.reset();
-        }
-      }
+      if (r == 0) ChangedCwd(t, p);
       break;
     case Pending::Kind::kExec:
       if (!p.temp_path.empty()) RemoveProgramCopy(p.temp_path);
@@ -332,13 +305,24 @@ void MountHandler::OnExit(Thread& t, SyscallRegs& call) {
     case Pending::Kind::kNone:
       break;
   }
-  // Put back the argument registers the rewritten call used; the result stays.
-  SyscallRegs out = p.original;
-  out.regs.rax = call.regs.rax;
-  out.regs.rip = call.regs.rip;
-  out.regs.rcx = call.regs.rcx;
-  out.regs.r11 = call.regs.r11;
-  call = out;
+  call = WithOwnArguments(p.original, call);
+}
+
+void MountHandler::ChangedCwd(Thread& t, const Pending& p) {
+  auto& fs = *t.proc->fs;
+  fs.host_cwd.clear();  // read again on next use
+  if (p.kind == Pending::Kind::kVirtualChdir) {
+    fs.cwd_mount = p.mount_index;
+    fs.cwd_id = p.dir_id;
+    fs.cwd = p.dir_path;
+    fs.cwd_last = p.dir_last;
+    fs.cwd_hold = p.file;
+    fs.cwd_generation = mounts_[static_cast<size_t>(p.mount_index)]->dir_generation;
+  } else {
+    fs.cwd_mount = -1;
+    fs.cwd.clear();
+    fs.cwd_hold.reset();
+  }
 }
 
 void MountHandler::OnTaskExit(Thread& t) {

@@ -148,6 +148,8 @@ class MountHandler : public CallHandler {
     SyscallRegs original;
   };
   std::unordered_map<pid_t, ExecFd> exec_fds_;
+  // A chdir or fchdir (`p`) succeeded: the thread's cwd is the host one again, or virtual.
+  void ChangedCwd(Thread& t, const Pending& p);
 
   // --- mount_handler.cc
   // OnEntry for a file call, inside the caller's application transaction.
@@ -173,6 +175,12 @@ class MountHandler : public CallHandler {
   // --- mount_resolve.cc
   // Where `path` (read from the tracee) relative to `dirfd` leads. 0 or -errno.
   int Resolve(Thread& t, int dirfd, const std::string& path, bool empty_ok, Target* out);
+  // "x/../y": the lexical walk holds only if the kernel goes through x as the resolver assumed
+  // (r.check_path). 0 or -errno; *kernel_dir set to where the kernel's walk really is when it
+  // differs.
+  int WhereDotDotLeads(Thread& t, const mounts::ClassifiedPath& r, std::string* kernel_dir);
+  // The target of `path` from a cwd that was removed (0 or -errno).
+  int DeadCwd(Thread& t, const std::string& path, Target* out);
   // openat2's RESOLVE_* restrictions on `path` (from `dirfd`), which leads into a mount as
   // `target`. 0 or -errno.
   int CheckResolveRules(Thread& t, int dirfd, const std::string& path, uint64_t resolve,

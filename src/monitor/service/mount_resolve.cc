@@ -99,6 +99,40 @@ const std::string& MountHandler::HostCwd(Thread& t) {
   return fs.host_cwd;
 }
 
+int MountHandler::WhereDotDotLeads(Thread& t, const mounts::ClassifiedPath& r,
+                                   std::string* kernel_dir) {
+  struct stat seen, expected;
+  const host::Creds* c = creds_.Get(t.tid);
+  host::AsTracee as(c ? *c : host::Creds());
+  if (stat(r.check_path.c_str(), &seen) != 0) return -errno;
+  if (stat(r.check_expect.c_str(), &expected) == 0 && seen.st_dev == expected.st_dev &&
+      seen.st_ino == expected.st_ino) {
+    return 0;
+  }
+  host::ScopedFd dir(open(r.check_path.c_str(), O_PATH | O_CLOEXEC));
+  if (dir.get() < 0) return -errno;
+  *kernel_dir = ReadLink("/proc/self/fd/" + std::to_string(dir.get()));
+  return 0;
+}
+
+int MountHandler::DeadCwd(Thread& t, const std::string& path, Target* out) {
+  // Only "." still names a removed cwd, as the kernel's dead directory.
+  if (path.empty() || path.find_first_not_of("./") != std::string::npos ||
+      path.find("..") != std::string::npos) {
+    return -ENOENT;
+  }
+  const FsContext& fs = *t.proc->fs;
+  auto dir = std::make_shared<ServedFile>();
+  dir->mfs = mounts_[static_cast<size_t>(fs.cwd_mount)].get();
+  dir->id = fs.cwd_id;
+  dir->type = S_IFDIR;
+  dir->flags = O_RDONLY | O_DIRECTORY;
+  out->kind = Target::Kind::kFile;
+  out->mfs = dir->mfs;
+  out->file = std::move(dir);
+  return 0;
+}
+
 int MountHandler::Resolve(Thread& t, int dirfd, const std::string& as_given, bool empty_ok,
                           Target* out) {
   *out = Target();
@@ -126,22 +160,7 @@ int MountHandler::Resolve(Thread& t, int dirfd, const std::string& as_given, boo
     FsContext& fs = *t.proc->fs;
     if (fs.cwd_mount >= 0) {
       virtual_dir = up_from_dead ? ParentOf(dead_dir) : CwdPath(t);
-      if (virtual_dir.empty()) {
-        // The cwd was removed: only "." still names it, as the kernel's dead directory.
-        if (path.empty() || path.find_first_not_of("./") != std::string::npos ||
-            path.find("..") != std::string::npos) {
-          return -ENOENT;
-        }
-        auto dir = std::make_shared<ServedFile>();
-        dir->mfs = mounts_[static_cast<size_t>(fs.cwd_mount)].get();
-        dir->id = fs.cwd_id;
-        dir->type = S_IFDIR;
-        dir->flags = O_RDONLY | O_DIRECTORY;
-        out->kind = Target::Kind::kFile;
-        out->mfs = dir->mfs;
-        out->file = std::move(dir);
-        return 0;
-      }
+      if (virtual_dir.empty()) return DeadCwd(t, path, out);
       virtual_mount = mounts_[static_cast<size_t>(fs.cwd_mount)]->mount;
     } else {
       base_dir = HostCwd(t);
@@ -177,26 +196,8 @@ int MountHandler::Resolve(Thread& t, int dirfd, const std::string& as_given, boo
   auto r = resolver_.Classify(base, path, empty_ok);
   if (!r.ok()) return -r.status().error();
   if (!r->check_path.empty()) {
-    // "x/../y": the lexical walk holds only if the kernel goes through x as it assumed.
-    struct stat seen, expected;
-    int err = 0;
     std::string kernel_dir;
-    {
-      const host::Creds* c = creds_.Get(t.tid);
-      host::AsTracee as(c ? *c : host::Creds());
-      if (stat(r->check_path.c_str(), &seen) != 0) {
-        err = errno;
-      } else if (stat(r->check_expect.c_str(), &expected) != 0 || seen.st_dev != expected.st_dev ||
-                 seen.st_ino != expected.st_ino) {
-        host::ScopedFd dir(open(r->check_path.c_str(), O_PATH | O_CLOEXEC));
-        if (dir.get() < 0) {
-          err = errno;
-        } else {
-          kernel_dir = ReadLink("/proc/self/fd/" + std::to_string(dir.get()));
-        }
-      }
-    }
-    if (err) return -err;
+    if (int err = WhereDotDotLeads(t, *r, &kernel_dir)) return err;
     if (!kernel_dir.empty()) {
       auto again = resolver_.Recheck(*r, kernel_dir, path);
       if (!again.ok()) return -again.status().error();

@@ -8,7 +8,7 @@
 
 #include "monitor/remote_syscall.h"
 
-namespace amino::monitor::service {
+namespace amino::monitor {
 
 // Below the stack pointer, the program's own (x86-64 ABI).
 inline constexpr uint64_t kRedZone = 128;
@@ -22,4 +22,4 @@ uint64_t MappingStart(pid_t tid, uint64_t addr);
 // stack below the red zone (the region is not the tracee's to write).
 long PassDescriptor(RemoteSyscalls& rs, Thread& t, int fd);
 
-}  // namespace amino::monitor::service
+}  // namespace amino::monitor

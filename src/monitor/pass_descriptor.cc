@@ -1,4 +1,4 @@
-#include "monitor/service/pass_descriptor.h"
+#include "monitor/pass_descriptor.h"
 
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -13,7 +13,7 @@
 #include "monitor/host/host_context.h"
 #include "monitor/tracee_memory.h"
 
-namespace amino::monitor::service {
+namespace amino::monitor {
 
 uint64_t MappingStart(pid_t tid, uint64_t addr) {
   std::ifstream maps("/proc/" + std::to_string(tid) + "/maps");
@@ -101,4 +101,4 @@ long PassDescriptor(RemoteSyscalls& rs, Thread& t, int fd) {
   return got;
 }
 
-}  // namespace amino::monitor::service
+}  // namespace amino::monitor
