@@ -20,6 +20,8 @@ class BadInputTest(ittest.ScenarioTest):
     def test_bad_arguments_with_trace(self):
         # Formatting the calls for --trace reads the same bad pointers.
         native = self.execute("native", [program("badinput")], setup=setup)
+        self.assertEqual(native.status, 0, native.stderr.decode(errors="replace")[-2000:])
+        self.assertIn(b"still alive", native.stdout)
         for mode in self.amino_modes():
             with self.subTest(mode=mode):
                 scratch = self.scratch(setup)

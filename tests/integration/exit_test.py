@@ -35,11 +35,11 @@ class ExitStatusTest(ittest.ScenarioTest):
             write(root, "not-executable", "#!/bin/sh\necho no\n", 0o644)
             os.mkdir(os.path.join(root, "a-directory"))
 
-        for command in ("./does-not-exist", "no-such-command-anywhere", "./not-executable",
-                        "./a-directory"):
+        for command, status in (("./does-not-exist", 127), ("no-such-command-anywhere", 127),
+                                ("./not-executable", 126), ("./a-directory", 126)):
             with self.subTest(command=command):
                 native = self.execute("native", ["env", "--", command, "arg"], setup=setup)
-                self.assertIn(native.status, (126, 127))
+                self.assertEqual(native.status, status, native.stderr)
                 for mode in self.amino_modes():
                     with self.subTest(mode=mode):
                         got = self.execute(mode, [command, "arg"], setup=setup)

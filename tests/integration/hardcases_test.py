@@ -140,23 +140,27 @@ class HardCasesTest(ittest.ScenarioTest):
         self.check_own_filter([program("own_filter"), "trace"])
 
     def test_strace_under_amino(self):
-        # A tracer under amino: its tracees are amino's already. It must not hang, and it works
-        # or fails with a message, never silently.
+        # A tracer under amino: its tracees are amino's already, and a process has one tracer,
+        # so strace's child cannot ask to be traced (PTRACE_TRACEME fails with EPERM). strace
+        # must say so and exit 1, not hang, not run its command untraced, not report success.
         strace = shutil.which("strace", path=self.env()["PATH"])
         self.assertIsNotNone(strace, "strace is not installed (scripts/install-deps)")
         argv = [strace, "-f", "true"]
         native = self.execute("native", argv, timeout=30)
-        self.assertEqual(native.status, 0, native.stderr)
+        err = native.stderr.decode(errors="replace")
+        # Natively strace works: the trace shows true executed and run to its end.
+        self.assertEqual(native.status, 0, err)
+        self.assertRegex(err, r'(?m)^execve\("/usr/bin/true", \["true"\], .*\) = 0$', err)
+        self.assertRegex(err, r"(?m)^\+\+\+ exited with 0 \+\+\+$", err)
         for mode in self.amino_modes():
             with self.subTest(mode=mode):
                 got = self.execute(mode, argv, timeout=30)
                 err = got.stderr.decode(errors="replace")
-                if got.status == 0:
-                    # Working: the trace shows true run to its end.
-                    self.assertRegex(err, r'execve\("/usr/bin/true"', f"{mode}: {err}")
-                    self.assertIn("+++ exited with 0 +++", err, f"{mode}: {err}")
-                else:
-                    self.assertRegex(err, r"\S", f"{mode}: exit {got.status} and nothing said")
+                self.assertEqual(got.status, 1, f"{mode}: {err}")
+                self.assertIn("ptrace(PTRACE_TRACEME, ...): Operation not permitted", err,
+                              f"{mode}: {err}")
+                self.assertNotIn("execve(", err, f"{mode}: traced nonetheless? {err}")
+                self.assertEqual(got.stdout, b"")
                 self.assertEqual(got.tree, native.tree)
 
 

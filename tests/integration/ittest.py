@@ -578,16 +578,19 @@ class ScenarioTest(unittest.TestCase):
                       f"read_pidfile, which reach into the mount")
 
     def check(self, argv, setup=None, env=None, timeout=120, stdin=None, volatile=(), cwd=None,
-              after=None, fixed_times=True, during=None, expect_status=None):
+              after=None, fixed_times=True, during=None, expect_status=0):
         """Runs argv natively, then in each selected mode; each run must match the native one.
-        Returns the native Outcome. See execute() for the arguments."""
+        Returns the native Outcome. See execute() for the arguments. The native run must exit
+        with expect_status (0 unless the scenario says otherwise): a scenario that fails
+        natively would otherwise pass by failing the same way under amino."""
         kw = dict(setup=setup, env=env, timeout=timeout, stdin=stdin, volatile=volatile, cwd=cwd,
                   after=after, fixed_times=fixed_times, during=during)
         native = self.execute("native", argv, **kw)
-        if expect_status is not None:
-            self.assertEqual(native.status, expect_status,
-                             f"the scenario itself is broken: native run exited {native.status}\n"
-                             f"stderr: {native.stderr.decode(errors='replace')}")
+        self.assertEqual(native.status, expect_status,
+                         f"the scenario itself is broken: native run exited {native.status}, "
+                         f"expected {expect_status}\nstdout: "
+                         f"{native.stdout.decode(errors='replace')[-2000:]}\n"
+                         f"stderr: {native.stderr.decode(errors='replace')[-2000:]}")
         for mode in MODES:
             with self.subTest(mode=mode):
                 got = self.execute(mode, argv, **kw)

@@ -4,10 +4,21 @@ setuid-root program by an unprivileged user."""
 
 import os
 import shutil
-import time
 
 import ittest
 from ittest import program, wait_for
+
+# What programs/proctree.c's orphan writes, in one write(), after its parent exited.
+ORPHAN_TEXT = b"written by an orphan after its parent exited\n"
+
+
+def contents(path):
+    """The bytes in path, or None while it does not exist."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
 
 
 class ProcessTreeTest(ittest.ScenarioTest):
@@ -29,9 +40,8 @@ class ProcessTreeTest(ittest.ScenarioTest):
         def after(mode, scratch):
             orphan = os.path.join(scratch, "orphan.txt")
             if mode == "native":
-                self.assertTrue(wait_for(lambda: os.path.exists(orphan), 10),
-                                "native: the orphan never wrote its file")
-                time.sleep(0.1)  # let it finish writing
+                self.assertTrue(wait_for(lambda: contents(orphan) == ORPHAN_TEXT, 10),
+                                f"native: the orphan never wrote its file: {contents(orphan)}")
             else:
                 self.assertTrue(os.path.exists(orphan),
                                 f"{mode}: amino run returned before the orphan wrote {orphan}")
@@ -40,9 +50,10 @@ class ProcessTreeTest(ittest.ScenarioTest):
 
     def test_orphan_status_is_the_commands(self):
         # The tree outlives the command: the status is still the command's.
+        # Natively the file is compared once written whole (it is created before it is written).
         self.check(["/bin/sh", "-c", "(sleep 0.5; echo late > late.txt; exit 9) & exit 5"],
                    after=lambda mode, scratch: wait_for(
-                       lambda: os.path.exists(os.path.join(scratch, "late.txt")), 10),
+                       lambda: contents(os.path.join(scratch, "late.txt")) == b"late\n", 10),
                    expect_status=5)
 
     def test_inherited_attributes(self):

@@ -76,9 +76,13 @@ sleep 0.1 & pid=$!
 wait $pid; echo "sleep status $?"
 (exit 3) & wait $!; echo "background status $?"
 sh -c 'kill -TERM $$' & wait $!; echo "killed status $?"
-(sleep 0.2; echo late > late.txt) &
+# The job writes only once told through the FIFO, after the check: no race with its sleep.
+mkfifo gate
+(read go < gate; sleep 0.2; echo late > late.txt) &
 echo "before wait: $(ls late.txt 2>/dev/null || echo none)"
+echo go > gate
 wait
+rm gate
 echo "after wait: $(cat late.txt)"
 """
 

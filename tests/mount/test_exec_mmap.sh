@@ -177,15 +177,26 @@ int main(int argc, char** argv) {
 EOF
 gcc -o "$WORK/mmap_c" "$WORK/mmap_c.c" || exit 1
 
-# Native outputs, from the host copy (paths then differ only by $HOST for $MNT).
-native() { (cd "$HOST" && bash -c "$1" 2>&1; echo "status=$?") | sed "s#$HOST#$MNT#g"; }
-exp_ls=$(native "'$HOST/bin/ls' -1 /usr/share/doc/bash")
-exp_args=$(native "'$HOST/bin/args.sh' a 'b c'")
-exp_py=$(native "'$HOST/bin/args.py' x y")
-exp_noexec=$(native "'$HOST/bin/noexec'")
-exp_dir=$(native "'$HOST/bin'")
-exp_mmap=$(native "python3 '$WORK/mmap_check.py' '$HOST/data'")
-exp_mmap_c=$(native "'$WORK/mmap_c' '$HOST/data/pages'")
+# native VAR STATUS COMMAND: sets VAR to the command's output on the host copy with its exit
+# status appended (paths then differ only by $HOST for $MNT). The command must exit with STATUS:
+# an expectation taken from a native run that failed would let the same failure under amino pass.
+native() {
+  local out
+  out=$( (cd "$HOST" && bash -c "$3" 2>&1; echo "status=$?") | sed "s#$HOST#$MNT#g")
+  if [ "${out##*status=}" != "$2" ]; then
+    echo "FAIL natively: $3 exited ${out##*status=}, expected $2:" >&2
+    sed 's/^/    /' <<<"$out" >&2
+    exit 1
+  fi
+  printf -v "$1" '%s' "$out"
+}
+native exp_ls 0 "'$HOST/bin/ls' -1 /usr/share/doc/bash"
+native exp_args 0 "'$HOST/bin/args.sh' a 'b c'"
+native exp_py 0 "'$HOST/bin/args.py' x y"
+native exp_noexec 126 "'$HOST/bin/noexec'"
+native exp_dir 126 "'$HOST/bin'"
+native exp_mmap 0 "python3 '$WORK/mmap_check.py' '$HOST/data'"
+native exp_mmap_c 0 "'$WORK/mmap_c' '$HOST/data/pages'"
 
 check "ELF program stored in the mount" "$exp_ls" "'$MNT/bin/ls' -1 /usr/share/doc/bash"
 check "shell script" "$exp_args" "'$MNT/bin/args.sh' a 'b c'"
