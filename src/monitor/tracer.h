@@ -19,6 +19,7 @@
 #include "monitor/stats.h"
 #include "ptrace-ext/features.h"
 #include "ptrace-ext/notify_listener.h"
+#include "ptrace-ext/seccomp_filter.h"
 
 namespace amino::monitor {
 
@@ -39,6 +40,13 @@ class Tracer {
  private:
   struct Stop;
   bool StartCommand();
+  // The seccomp filter's rules: the trapped calls (by notification where the handler allows),
+  // the conditions on clone, mmap and fcntl, and the refusals (tracer_start.cc).
+  std::vector<ptrace_ext::TrapRule> FilterRules();
+  // In the forked child: waits for the monitor's seize (`sync_fd`), covers the mount points,
+  // installs the filter and execs the command. Never returns.
+  [[noreturn]] void ExecCommand(const std::vector<ptrace_ext::TrapRule>& rules,
+                                const std::vector<std::string>& covered, int sync_fd);
   void HandleStop(pid_t tid, int status);
   void HandleExit(pid_t tid, int status);
   void OnSyscallStop(Thread& t, bool seccomp);

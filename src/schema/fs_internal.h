@@ -114,4 +114,16 @@ class Ops {
   Store& s_;
 };
 
+// Resolves a path whose last component is the object of a namespace change (create, remove,
+// rename, link): that component is never followed, and a trailing slash is only remembered.
+Result<Resolved> ResolveEntry(Ops& ops, DB_TXN* t, const Cred& c, std::string_view path);
+
+Result<bool> DirIsEmpty(Store& s, DB_TXN* t, std::string_view dir);
+
+// may_delete(): may `c` remove or replace `victim` from `dir`?
+Status MayDelete(const Node& dir, const Node& victim, const Cred& c, bool is_dir);
+
+// The common checks for creating the entry `r` names: its parent directory (namespace_ops.cc).
+Result<Node> CreationParent(Ops& ops, DB_TXN* t, const Cred& c, const Resolved& r, bool is_dir);
+
 }  // namespace amino::schema::internal

@@ -1,4 +1,4 @@
-// Names: creating, linking, removing and renaming files and directories; open and close.
+// Names: creating, linking, removing and renaming files and directories (opens: open_ops.cc).
 #include <fcntl.h>
 #include <linux/fs.h>
 
@@ -8,12 +8,16 @@
 
 namespace amino::schema {
 
+using internal::CreationParent;
+using internal::DirIsEmpty;
 using internal::IsOwnerOrPrivileged;
+using internal::MayDelete;
 using internal::Node;
 using internal::Now;
 using internal::Ops;
 using internal::Permitted;
 using internal::Resolved;
+using internal::ResolveEntry;
 
 namespace internal {
 
@@ -183,9 +187,23 @@ Status Ops::RemoveName(DB_TXN* t, Node& n, std::string_view path, const timespec
   return FreeFile(t, n.id);
 }
 
-}  // namespace internal
+// The common checks for creating the entry `r` names.
+Result<Node> CreationParent(Ops& ops, DB_TXN* t, const Cred& c, const Resolved& r, bool is_dir) {
+  if (r.last != Resolved::Last::kName || r.node) return Status::Errno(EEXIST);
+  if (r.trailing_slash && !is_dir) return Status::Errno(ENOENT);
+  AMINO_ASSIGN_OR_RETURN(std::optional<Node> parent, ops.LookupPath(t, r.parent));
+  if (!parent) return Status::Errno(ENOENT);
+  if (!Permitted(*parent, c, 3)) return Status::Errno(EACCES);
+  if (is_dir && parent->attr.nlink >= kMaxLinks) return Status::Errno(EMLINK);
+  return std::move(*parent);
+}
 
-namespace {
+Status CheckSticky(const Attr& dir, const Attr& victim, const Cred& c) {
+  if ((dir.mode & S_ISVTX) && c.uid != victim.uid && c.uid != dir.uid && !c.has(kCapFowner)) {
+    return Status::Errno(EPERM);
+  }
+  return Status::Ok();
+}
 
 // Resolves a path whose last component is the object of a namespace change (create, remove,
 // rename, link): that component is never followed, and a trailing slash is only remembered.
@@ -199,40 +217,26 @@ Result<Resolved> ResolveEntry(Ops& ops, DB_TXN* t, const Cred& c, std::string_vi
   return r;
 }
 
-// Whether the last component of `path` is the only one over NAME_MAX.
-bool OnlyLastNameTooLong(std::string_view path) {
-  size_t end = path.size();
-  while (end > 0 && path[end - 1] == '/') --end;
-  const size_t start = path.rfind('/', end == 0 ? 0 : end - 1);
-  const size_t last_begin = start == std::string_view::npos ? 0 : start + 1;
-  if (end - last_begin <= kNameMax) return false;
-  size_t at = 0;
-  while (at < last_begin) {
-    size_t next = path.find('/', at);
-    if (next == std::string_view::npos || next > last_begin) next = last_begin;
-    if (next - at > kNameMax) return false;
-    at = next + 1;
-  }
-  return true;
+Result<bool> DirIsEmpty(Store& s, DB_TXN* t, std::string_view dir) {
+  Cursor c(s.path(), t);
+  AMINO_RETURN_IF_ERROR(c.status());
+  std::string prefix = DirEntriesPrefix(dir);
+  AMINO_ASSIGN_OR_RETURN(bool more, c.SeekRange(prefix));
+  return !(more && c.key().substr(0, prefix.size()) == prefix);
 }
 
-Status CheckSticky(const Attr& dir, const Attr& victim, const Cred& c) {
-  if ((dir.mode & S_ISVTX) && c.uid != victim.uid && c.uid != dir.uid && !c.has(kCapFowner)) {
-    return Status::Errno(EPERM);
-  }
+// may_delete(): may `c` remove or replace `victim` from `dir`?
+Status MayDelete(const Node& dir, const Node& victim, const Cred& c, bool is_dir) {
+  if (!Permitted(dir, c, 3)) return Status::Errno(EACCES);
+  AMINO_RETURN_IF_ERROR(CheckSticky(dir.attr, victim.attr, c));
+  if (is_dir && !victim.is_dir()) return Status::Errno(ENOTDIR);
+  if (!is_dir && victim.is_dir()) return Status::Errno(EISDIR);
   return Status::Ok();
 }
 
-// The common checks for creating the entry `r` names.
-Result<Node> CreationParent(Ops& ops, DB_TXN* t, const Cred& c, const Resolved& r, bool is_dir) {
-  if (r.last != Resolved::Last::kName || r.node) return Status::Errno(EEXIST);
-  if (r.trailing_slash && !is_dir) return Status::Errno(ENOENT);
-  AMINO_ASSIGN_OR_RETURN(std::optional<Node> parent, ops.LookupPath(t, r.parent));
-  if (!parent) return Status::Errno(ENOENT);
-  if (!Permitted(*parent, c, 3)) return Status::Errno(EACCES);
-  if (is_dir && parent->attr.nlink >= kMaxLinks) return Status::Errno(EMLINK);
-  return std::move(*parent);
-}
+}  // namespace internal
+
+namespace {
 
 // A new name `newpath` for the file `old` (link, linkat). A file without a name gets one only
 // when `linkable` (opened with O_TMPFILE and not O_EXCL), as Linux's I_LINKABLE.
@@ -285,95 +289,6 @@ Status AddName(Ops& ops, DB_TXN* t, const Cred& c, Node old, std::string_view ne
   AMINO_RETURN_IF_ERROR(ops.PutPath(t, path, PathValue{old.id, old.attr.mode, std::nullopt}));
   AMINO_RETURN_IF_ERROR(ops.store().Put(ops.store().names(), t, IdKey(old.id), path));
   return ops.TouchDir(t, r.parent, 0, now);
-}
-
-// open(dir, O_TMPFILE): a regular file without a name, open once.
-Result<OpenResult> OpenUnnamed(Ops& ops, DB_TXN* t, const Cred& c, std::string_view dir, int flags,
-                               mode_t mode, mode_t umask) {
-  if ((flags & O_ACCMODE) == O_RDONLY) return Status::Errno(EINVAL);
-  AMINO_ASSIGN_OR_RETURN(Node d, ops.ResolveExisting(t, c, dir, true));
-  if (!d.is_dir()) return Status::Errno(ENOTDIR);
-  if (!Permitted(d, c, 3)) return Status::Errno(EACCES);
-  AMINO_ASSIGN_OR_RETURN(Node n, ops.CreateUnnamed(t, c, S_IFREG | (mode & 07777), umask, d));
-  OpenResult out;
-  out.id = n.id;
-  out.stat = Stat{n.id, n.attr};
-  out.created = true;
-  return out;
-}
-
-unsigned char DirentType(uint32_t mode) { return static_cast<unsigned char>((mode >> 12) & 017); }
-
-// Every Path record below `dir` (not `dir` itself), by increasing depth.
-Status CollectSubtree(Store& s, DB_TXN* t, const std::string& dir,
-                      std::vector<std::pair<std::string, std::string>>* out) {
-  Cursor c(s.path(), t);
-  AMINO_RETURN_IF_ERROR(c.status());
-  std::string base = dir == "/" ? std::string() : dir;
-  for (uint16_t depth = static_cast<uint16_t>(PathDepth(dir) + 1);; ++depth) {
-    std::string prefix;
-    prefix.push_back(static_cast<char>(depth >> 8));
-    prefix.push_back(static_cast<char>(depth & 0xff));
-    prefix += base + "/";
-    size_t before = out->size();
-    AMINO_ASSIGN_OR_RETURN(bool more, c.SeekRange(prefix));
-    while (more && c.key().substr(0, prefix.size()) == prefix) {
-      out->emplace_back(PathFromKey(c.key()), std::string(c.value()));
-      AMINO_ASSIGN_OR_RETURN(more, c.Next());
-    }
-    // Every deeper entry has an ancestor at this depth: an empty level ends the subtree.
-    if (out->size() == before) return Status::Ok();
-  }
-}
-
-Result<bool> DirIsEmpty(Store& s, DB_TXN* t, std::string_view dir) {
-  Cursor c(s.path(), t);
-  AMINO_RETURN_IF_ERROR(c.status());
-  std::string prefix = DirEntriesPrefix(dir);
-  AMINO_ASSIGN_OR_RETURN(bool more, c.SeekRange(prefix));
-  return !(more && c.key().substr(0, prefix.size()) == prefix);
-}
-
-// Moves Path and Names records from one name to another.
-Status MoveRecord(Store& s, DB_TXN* t, const std::string& from, const std::string& to,
-                  const std::string& raw_value) {
-  PathValue pv;
-  if (!DecodePathValue(raw_value, &pv)) return Status::Storage(EUCLEAN, "damaged path " + from);
-  AMINO_RETURN_IF_ERROR(s.Put(s.path(), t, PathKey(to), raw_value));
-  AMINO_RETURN_IF_ERROR(s.DelDup(s.names(), t, IdKey(pv.id), from));
-  return s.Put(s.names(), t, IdKey(pv.id), to);
-}
-
-// Renames `from` (and, for a directory, everything below it) to `to`, which must be free.
-Status MoveTree(Store& s, DB_TXN* t, const std::string& from, const std::string& to) {
-  std::vector<std::pair<std::string, std::string>> entries;
-  AMINO_ASSIGN_OR_RETURN(std::optional<std::string> self, s.Get(s.path(), t, PathKey(from)));
-  if (!self) return Status::Storage(EUCLEAN, "missing path " + from);
-  entries.emplace_back(from, *self);
-  AMINO_RETURN_IF_ERROR(CollectSubtree(s, t, from, &entries));
-  for (const auto& [path, value] : entries) {
-    AMINO_RETURN_IF_ERROR(s.Del(s.path(), t, PathKey(path)));
-  }
-  for (const auto& [path, value] : entries) {
-    AMINO_RETURN_IF_ERROR(MoveRecord(s, t, path, to + path.substr(from.size()), value));
-  }
-  return Status::Ok();
-}
-
-Status TouchCtime(Ops& ops, DB_TXN* t, const std::string& path, const timespec& now) {
-  AMINO_ASSIGN_OR_RETURN(std::optional<Node> n, ops.LookupPath(t, path));
-  if (!n) return Status::Storage(EUCLEAN, "missing path " + path);
-  n->attr.ctime = now;
-  return ops.SaveAttr(t, *n);
-}
-
-// may_delete(): may `c` remove or replace `victim` from `dir`?
-Status MayDelete(const Node& dir, const Node& victim, const Cred& c, bool is_dir) {
-  if (!Permitted(dir, c, 3)) return Status::Errno(EACCES);
-  AMINO_RETURN_IF_ERROR(CheckSticky(dir.attr, victim.attr, c));
-  if (is_dir && !victim.is_dir()) return Status::Errno(ENOTDIR);
-  if (!is_dir && victim.is_dir()) return Status::Errno(EISDIR);
-  return Status::Ok();
 }
 
 }  // namespace
@@ -502,250 +417,6 @@ Result<std::string> FileSystem::Readlink(Transaction& txn, const Cred& c, std::s
   // Reading a link is an access to it (do_readlinkat's touch_atime), under relatime.
   AMINO_RETURN_IF_ERROR(TouchAtime(txn, n.id).status());
   return std::move(*target);
-}
-
-Status FileSystem::Rename(Transaction& txn, const Cred& c, std::string_view oldpath,
-                          std::string_view newpath, unsigned flags) {
-  DB_TXN* t = txn.raw();
-  Ops ops(*store_);
-  const bool noreplace = flags & RENAME_NOREPLACE;
-  const bool exchange = flags & RENAME_EXCHANGE;
-  if ((flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) || (noreplace && exchange)) {
-    return Status::Errno(EINVAL);
-  }
-  AMINO_ASSIGN_OR_RETURN(Resolved ro, ResolveEntry(ops, t, c, oldpath));
-  Result<Resolved> rn_found = ResolveEntry(ops, t, c, newpath);
-  if (!rn_found.ok() && rn_found.status().error() == ENAMETOOLONG && OnlyLastNameTooLong(newpath)) {
-    // Linux looks the new name up in its directory only after the old one: a missing old
-    // name is reported first.
-    if (ro.last != Resolved::Last::kName) return Status::Errno(EBUSY);
-    if (!ro.node) return Status::Errno(ENOENT);
-  }
-  if (!rn_found.ok()) return rn_found.status();
-  Resolved& rn = *rn_found;
-  if (ro.last != Resolved::Last::kName) return Status::Errno(EBUSY);
-  if (rn.last != Resolved::Last::kName) return Status::Errno(noreplace ? EEXIST : EBUSY);
-  if (!ro.node) return Status::Errno(ENOENT);
-  if (noreplace && rn.node) return Status::Errno(EEXIST);
-  if (exchange && !rn.node) return Status::Errno(ENOENT);
-  Node& src = *ro.node;
-  const std::string from = ro.path();
-  const std::string to = rn.path();
-  if (!src.is_dir()) {
-    if (ro.trailing_slash) return Status::Errno(ENOTDIR);
-    if (!exchange && rn.trailing_slash) return Status::Errno(ENOTDIR);
-  }
-  if (exchange && !rn.node->is_dir() && rn.trailing_slash) return Status::Errno(ENOTDIR);
-  if (IsSameOrDescendant(rn.parent, from)) return Status::Errno(EINVAL);
-  if (rn.node && IsSameOrDescendant(ro.parent, to)) {
-    return Status::Errno(exchange ? EINVAL : ENOTEMPTY);
-  }
-  if (rn.node && rn.node->id == src.id) return Status::Ok();  // two names of one file
-
-  AMINO_ASSIGN_OR_RETURN(std::optional<Node> old_dir, ops.LookupPath(t, ro.parent));
-  AMINO_ASSIGN_OR_RETURN(std::optional<Node> new_dir, ops.LookupPath(t, rn.parent));
-  if (!old_dir || !new_dir) return Status::Errno(ENOENT);
-  AMINO_RETURN_IF_ERROR(MayDelete(*old_dir, src, c, src.is_dir()));
-  if (rn.node) {
-    AMINO_RETURN_IF_ERROR(
-        MayDelete(*new_dir, *rn.node, c, exchange ? rn.node->is_dir() : src.is_dir()));
-  } else if (!Permitted(*new_dir, c, 3)) {
-    return Status::Errno(EACCES);
-  }
-  const bool moves_parent = ro.parent != rn.parent;
-  if (moves_parent) {
-    // A directory that changes parent has its ".." rewritten: that needs write permission on it.
-    if (src.is_dir() && !Permitted(src, c, 2)) return Status::Errno(EACCES);
-    if (exchange && rn.node->is_dir() && !Permitted(*rn.node, c, 2)) {
-      return Status::Errno(EACCES);
-    }
-  }
-  timespec now = Now();
-
-  if (exchange) {
-    Node& dst = *rn.node;
-    // The new parent gains `delta` subdirectories, the old one loses them.
-    int delta = (src.is_dir() ? 1 : 0) - (dst.is_dir() ? 1 : 0);
-    if (moves_parent && delta > 0 && new_dir->attr.nlink >= kMaxLinks) return Status::Errno(EMLINK);
-    if (moves_parent && delta < 0 && old_dir->attr.nlink >= kMaxLinks) return Status::Errno(EMLINK);
-    // Swap through a name no file can have (it contains no valid component).
-    std::string parking = to + std::string(1, '\0') + "exchange";
-    AMINO_RETURN_IF_ERROR(MoveTree(*store_, t, to, parking));
-    AMINO_RETURN_IF_ERROR(MoveTree(*store_, t, from, to));
-    AMINO_RETURN_IF_ERROR(MoveTree(*store_, t, parking, from));
-    AMINO_RETURN_IF_ERROR(TouchCtime(ops, t, to, now));
-    AMINO_RETURN_IF_ERROR(TouchCtime(ops, t, from, now));
-    if (moves_parent) {
-      AMINO_RETURN_IF_ERROR(ops.TouchDir(t, ro.parent, -delta, now));
-      return ops.TouchDir(t, rn.parent, delta, now);
-    }
-    return ops.TouchDir(t, ro.parent, 0, now);
-  }
-
-  int old_delta = src.is_dir() ? -1 : 0;
-  int new_delta = src.is_dir() ? 1 : 0;
-  if (rn.node) {
-    Node& victim = *rn.node;
-    if (victim.is_dir()) {
-      AMINO_ASSIGN_OR_RETURN(bool empty, DirIsEmpty(*store_, t, to));
-      if (!empty) return Status::Errno(ENOTEMPTY);
-      new_delta -= 1;
-    }
-    AMINO_RETURN_IF_ERROR(ops.RemoveName(t, victim, to, now));
-  } else if (moves_parent && src.is_dir() && new_dir->attr.nlink >= kMaxLinks) {
-    return Status::Errno(EMLINK);
-  }
-  AMINO_RETURN_IF_ERROR(MoveTree(*store_, t, from, to));
-  AMINO_RETURN_IF_ERROR(TouchCtime(ops, t, to, now));
-  if (moves_parent) {
-    AMINO_RETURN_IF_ERROR(ops.TouchDir(t, ro.parent, old_delta, now));
-    return ops.TouchDir(t, rn.parent, new_delta, now);
-  }
-  return ops.TouchDir(t, ro.parent, old_delta + new_delta, now);
-}
-
-// An open description holds its file (open_holds.h): nothing is written.
-Status FileSystem::Hold(Transaction& txn, FileId id) {
-  if (txn.nested()) {
-    // Inside an application transaction the open takes the file's record for writing until
-    // the transaction ends, as a written open count did: transactions that open one file take
-    // turns. Otherwise readers that keep their transactions open could hold off a writer
-    // forever (a call that meets a lock does not queue for it: the monitor retries it later).
-    AMINO_RETURN_IF_ERROR(store_->Get(store_->data(), txn.raw(), IdKey(id), DB_RMW).status());
-  }
-  AMINO_RETURN_IF_ERROR(store_->holds().Acquire(id));
-  txn.NoteHold(id, 1);
-  // A remover asks whether the file is held with its record taken for writing: a read lock on
-  // the record until this transaction ends makes the two take turns even when the path that
-  // led here came from the read cache (no lock on the name then).
-  AMINO_ASSIGN_OR_RETURN(std::optional<std::string> record,
-                         store_->GetLocked(store_->data(), txn.raw(), IdKey(id)));
-  if (!record) return Status::Errno(ESTALE);  // freed meanwhile
-  return Status::Ok();
-}
-
-Result<OpenResult> FileSystem::Open(Transaction& txn, const Cred& c, std::string_view path,
-                                    int flags, mode_t mode, mode_t umask) {
-  DB_TXN* t = txn.raw();
-  Ops ops(*store_);
-  if ((flags & O_TMPFILE) == O_TMPFILE) {
-    AMINO_ASSIGN_OR_RETURN(OpenResult out, OpenUnnamed(ops, t, c, path, flags, mode, umask));
-    AMINO_RETURN_IF_ERROR(Hold(txn, out.id));
-    return out;
-  }
-  if (flags & O_PATH) {
-    // A handle, held like any other open description (fstat of it after the file's last name
-    // is gone still works): only the walk's search permission is needed.
-    AMINO_ASSIGN_OR_RETURN(Node n, ops.ResolveExisting(t, c, path, !(flags & O_NOFOLLOW)));
-    if ((flags & O_DIRECTORY) && !n.is_dir()) return Status::Errno(ENOTDIR);
-    AMINO_RETURN_IF_ERROR(Hold(txn, n.id));
-    return OpenResult{n.id, Stat{n.id, n.attr}, false};
-  }
-  const bool creat = flags & O_CREAT;
-  if (creat && (flags & O_DIRECTORY)) return Status::Errno(EINVAL);
-  const bool excl = creat && (flags & O_EXCL);
-  const bool follow = !excl && !(flags & O_NOFOLLOW);
-  AMINO_ASSIGN_OR_RETURN(Resolved r, ops.Resolve(t, c, path, follow, creat));
-  OpenResult out;
-  if (!r.node) {
-    if (!creat) return Status::Errno(ENOENT);
-    if (r.trailing_slash) return Status::Errno(EISDIR);
-    AMINO_ASSIGN_OR_RETURN(Node parent, CreationParent(ops, t, c, r, false));
-    AMINO_ASSIGN_OR_RETURN(
-        Node n, ops.CreateNode(t, c, r.path(), S_IFREG | (mode & 07777), umask, 0, parent));
-    r.node = std::move(n);
-    out.created = true;
-  } else {
-    Node& n = *r.node;
-    if (excl) return Status::Errno(EEXIST);
-    if (creat && n.is_dir()) return Status::Errno(EISDIR);
-    if ((flags & O_DIRECTORY) && !n.is_dir()) return Status::Errno(ENOTDIR);
-    if (n.is_link()) return Status::Errno(ELOOP);
-    int acc = flags & O_ACCMODE;
-    int mask = acc == O_RDONLY ? 4 : acc == O_WRONLY ? 2 : 6;
-    if (flags & O_TRUNC) mask |= 2;
-    if (n.is_dir() && (mask & 2)) return Status::Errno(EISDIR);
-    if (!Permitted(n, c, mask)) return Status::Errno(EACCES);
-    if (S_ISSOCK(n.attr.mode)) return Status::Errno(ENXIO);
-    if ((flags & O_TRUNC) && S_ISREG(n.attr.mode)) {
-      AMINO_RETURN_IF_ERROR(ops.SetSize(t, n, 0, Now()));
-    }
-  }
-  Node& n = *r.node;
-  AMINO_RETURN_IF_ERROR(Hold(txn, n.id));
-  out.id = n.id;
-  out.stat = Stat{n.id, n.attr};
-  return out;
-}
-
-Status FileSystem::Close(Transaction& txn, FileId id) {
-  // The hold is given up only after the file's record is read, and so locked until this
-  // transaction ends; the question whether anyone else holds it is asked with the record taken
-  // for writing (open_holds.h).
-  DB_TXN* t = txn.raw();
-  AMINO_ASSIGN_OR_RETURN(std::optional<std::string> raw,
-                         store_->GetLocked(store_->data(), t, IdKey(id)));
-  InodeValue iv;
-  if (raw && !DecodeInodeValue(*raw, &iv)) return Status::Storage(EUCLEAN, "damaged Data record");
-  const bool nameless = raw && iv.link_count == 0;
-  if (nameless) {
-    AMINO_RETURN_IF_ERROR(store_->Get(store_->data(), t, IdKey(id), DB_RMW).status());
-  }
-  if (!store_->holds().Release(id)) return Status::Errno(EBADF);
-  txn.NoteHold(id, -1);
-  if (!nameless) return Status::Ok();  // named, or freed already, or its creation was undone
-  AMINO_ASSIGN_OR_RETURN(bool held, store_->holds().Held(id));
-  if (held) return Status::Ok();
-  Ops ops(*store_);
-  return ops.FreeFile(t, id);
-}
-
-Status FileSystem::Reopen(Transaction& txn, FileId id) {
-  DB_TXN* t = txn.raw();
-  Ops ops(*store_);
-  AMINO_ASSIGN_OR_RETURN(std::optional<InodeValue> found, ops.FindInode(t, id));
-  if (!found) return Status::Errno(ESTALE);
-  return Hold(txn, id);
-}
-
-Result<std::vector<DirEntry>> FileSystem::ReadDir(Transaction& txn, FileId dir,
-                                                  std::string_view after, size_t max) {
-  DB_TXN* t = txn.raw();
-  Ops ops(*store_);
-  AMINO_ASSIGN_OR_RETURN(Node d, ops.NodeById(t, dir));
-  if (!d.is_dir()) return Status::Errno(ENOTDIR);
-  std::vector<DirEntry> out;
-  if (d.where == Node::Where::kOrphan) return out;  // removed while open: empty
-  std::string prefix = DirEntriesPrefix(d.path);
-  Cursor cur(store_->path(), t);
-  AMINO_RETURN_IF_ERROR(cur.status());
-  std::string start = prefix;
-  if (!after.empty()) {
-    start.append(after);
-    start.push_back('\0');  // the first name after `after`
-  }
-  AMINO_ASSIGN_OR_RETURN(bool more, cur.SeekRange(start));
-  while (more && out.size() < max && cur.key().substr(0, prefix.size()) == prefix) {
-    PathValue pv;
-    if (!DecodePathValue(cur.value(), &pv)) return Status::Storage(EUCLEAN, "damaged path");
-    out.push_back(
-        DirEntry{std::string(cur.key().substr(prefix.size())), pv.id, DirentType(pv.mode)});
-    AMINO_ASSIGN_OR_RETURN(more, cur.Next());
-  }
-  return out;
-}
-
-Result<std::vector<std::string>> FileSystem::Names(Transaction& txn, FileId id) {
-  Cursor cur(store_->names(), txn.raw());
-  AMINO_RETURN_IF_ERROR(cur.status());
-  std::vector<std::string> out;
-  std::string key = IdKey(id);
-  AMINO_ASSIGN_OR_RETURN(bool more, cur.SeekRange(key));
-  while (more && cur.key() == key) {
-    out.emplace_back(cur.value());
-    AMINO_ASSIGN_OR_RETURN(more, cur.NextDup());
-  }
-  return out;
 }
 
 }  // namespace amino::schema

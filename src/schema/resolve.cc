@@ -210,6 +210,8 @@ std::vector<FileId> TakeFollowedLinks(const Store& store) {
   return ids;
 }
 
+// Long by design: the walk is one loop over a path's components whose state (the directory,
+// the links followed, what remains of the path) every step changes.
 Result<Resolved> Ops::Resolve(DB_TXN* t, const Cred& c, std::string_view path, bool follow,
                               bool creating) {
   if (path.empty()) return Status::Errno(ENOENT);

@@ -210,11 +210,54 @@ Decision Transfer(Thread& t, SyscallRegs& call, int fd, const Creds& c) {
   }
 }
 
+// The descriptors and offsets of a sendfile, copy_file_range or splice, as the monitor holds
+// them.
+struct CopySides {
+  int in, out;
+  uint64_t in_off_p, out_off_p;  // the tracee's offset pointers (0: none)
+  int64_t in_off, out_off;       // sendfile's input offset, read already
+  uint64_t count;
+};
+
+// sendfile or copy_file_range with files at both ends: the kernel's own call on the same open
+// file descriptions, which gives its every check (flags, access modes, O_APPEND, overlapping
+// ranges of one file, limits), its short counts, and moves the file offsets it moves. The
+// call's result.
+long BetweenFiles(Thread& t, const SyscallRegs& call, const Creds& c, CopySides x) {
+  const long nr = call.nr();
+  int64_t& in_off = x.in_off;
+  int64_t& out_off = x.out_off;
+  const uint64_t in_off_p = x.in_off_p, out_off_p = x.out_off_p, count = x.count;
+  const int in = x.in, out = x.out;
+  long r;
+  // Files at both ends: the kernel's own call on the same open file descriptions, which
+  // gives its every check (flags, access modes, O_APPEND, overlapping ranges of one
+  // file, limits), its short counts, and moves the file offsets it moves.
+  if (nr == SYS_copy_file_range) {
+    if (in_off_p && ReadMemory(*t.proc, in_off_p, &in_off, sizeof in_off) != 0) return -EFAULT;
+    if (out_off_p && ReadMemory(*t.proc, out_off_p, &out_off, sizeof out_off) != 0) return -EFAULT;
+  }
+  loff_t host_in = in_off, host_out = out_off;
+  {
+    AsTracee as(c);  // a write clears set-id bits as the tracee's would
+    r = nr == SYS_sendfile
+            ? Result(syscall(SYS_sendfile, out, in, in_off_p ? &host_in : nullptr, count))
+            : Result(syscall(SYS_copy_file_range, in, in_off_p ? &host_in : nullptr, out,
+                             out_off_p ? &host_out : nullptr, count, call.arg(5)));
+  }
+  // sendfile stores its offset back whatever happened; copy_file_range after a copy.
+  const bool store = nr == SYS_sendfile || r > 0;
+  if (store && in_off_p && WriteMemory(*t.proc, in_off_p, &host_in, sizeof host_in) != 0)
+    return -EFAULT;
+  if (store && out_off_p && WriteMemory(*t.proc, out_off_p, &host_out, sizeof host_out) != 0)
+    return -EFAULT;
+  return r;
+}
+
 // sendfile, copy_file_range and splice where one side at least is a shadow of the monitor's.
 Decision Copy(Thread& t, SyscallRegs& call, const Creds& c) {
   const long nr = call.nr();
   const uint64_t a1 = call.arg(1), a2 = call.arg(2), a3 = call.arg(3), a4 = call.arg(4);
-  long r;
   // in/out descriptors and their offset pointers, per call.
   int in_fd, out_fd;
   uint64_t in_off_p, out_off_p, count;
@@ -258,30 +301,8 @@ Decision Copy(Thread& t, SyscallRegs& call, const Creds& c) {
   fstat(in, &si);
   fstat(out, &so);
   if (nr != SYS_splice && !IsStream(si) && !IsStream(so)) {
-    // Files at both ends: the kernel's own call on the same open file descriptions, which
-    // gives its every check (flags, access modes, O_APPEND, overlapping ranges of one
-    // file, limits), its short counts, and moves the file offsets it moves.
-    if (nr == SYS_copy_file_range) {
-      if (in_off_p && ReadMemory(*t.proc, in_off_p, &in_off, sizeof in_off) != 0)
-        return Decision::Emulate(-EFAULT);
-      if (out_off_p && ReadMemory(*t.proc, out_off_p, &out_off, sizeof out_off) != 0)
-        return Decision::Emulate(-EFAULT);
-    }
-    loff_t host_in = in_off, host_out = out_off;
-    {
-      AsTracee as(c);  // a write clears set-id bits as the tracee's would
-      r = nr == SYS_sendfile
-              ? Result(syscall(SYS_sendfile, out, in, in_off_p ? &host_in : nullptr, count))
-              : Result(syscall(SYS_copy_file_range, in, in_off_p ? &host_in : nullptr, out,
-                               out_off_p ? &host_out : nullptr, count, call.arg(5)));
-    }
-    // sendfile stores its offset back whatever happened; copy_file_range after a copy.
-    const bool store = nr == SYS_sendfile || r > 0;
-    if (store && in_off_p && WriteMemory(*t.proc, in_off_p, &host_in, sizeof host_in) != 0)
-      return Decision::Emulate(-EFAULT);
-    if (store && out_off_p && WriteMemory(*t.proc, out_off_p, &host_out, sizeof host_out) != 0)
-      return Decision::Emulate(-EFAULT);
-    return Decision::Emulate(r);
+    return Decision::Emulate(
+        BetweenFiles(t, call, c, CopySides{in, out, in_off_p, out_off_p, in_off, out_off, count}));
   }
   // A pipe or socket that is not ready would block the monitor: the call waits parked.
   pollfd pf[2] = {{in, POLLIN, 0}, {out, POLLOUT, 0}};

@@ -66,6 +66,7 @@ ConfigResult<std::string> ExpandTilde(std::string_view path, std::string_view ho
   return std::string(home) + std::string(path.substr(1));
 }
 
+// Long by design: one pass over the file's lines, with the line and column of every error.
 ConfigResult<std::vector<MountEntry>> ParseMountsFile(std::string_view file_name,
                                                       std::string_view text,
                                                       std::string_view home) {

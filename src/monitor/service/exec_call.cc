@@ -221,6 +221,8 @@ std::optional<Decision> ExecCall::FindProgram() {
   }
 }
 
+// Long by design: the body that reads the program is shared by the descriptor and the path
+// forms, and the loop over paths that leave the mount reuses it.
 std::optional<Decision> ExecCall::ReadStored(int depth) {
   bytes.clear();
   auto read_program = [&](schema::FileSystem& fs, schema::Transaction& txn,

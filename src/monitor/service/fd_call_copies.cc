@@ -277,6 +277,8 @@ Decision Sendfile(FdCall& c, SyscallRegs& call) {
               WriteBack(c, off_p, pos));
 }
 
+// Long by design: copy_file_range's checks in the kernel's order (which decides the errno of
+// a call with several faults), then the copy; split, the order would be hard to see.
 Decision CopyFileRange(FdCall& c, SyscallRegs& call) {
   const uint64_t in_p = call.arg(1), out_p = call.arg(3);
   const uint64_t len = call.arg(4);

@@ -78,6 +78,8 @@ uint64_t HostParentIno(const MountFs& m) {
 
 }  // namespace
 
+// Long by design: the position in the listing, "." and "..", and how much of the caller's
+// buffer is filled are the state of one loop.
 Decision Getdents(FdCall& c, uint64_t addr, unsigned count, bool wide) {
   ServedFile& f = c.f;
   if (!f.is_dir()) return Emulate(-ENOTDIR);

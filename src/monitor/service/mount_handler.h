@@ -9,7 +9,9 @@
 //   mount_handler.cc      dispatch by call (Serve); what exits, task exits and execs change
 //   mount_open.cc         opens: the file opened in the schema, the tracee given a shadow
 //   mount_descriptors.cc  the shadows' life cycle (dup, close, fcntl, passing in SCM_RIGHTS)
-//   mount_resolve.cc      path arguments to targets; cwd (chdir, fchdir, getcwd); substitutes
+//   mount_resolve.cc      path arguments to targets; substitute paths; the per-call transaction
+//   mount_proc_links.cc   /proc links of traced processes (fd, cwd, root) as the kernel follows
+//   mount_cwd.cc          the cwd: chdir, fchdir, getcwd (virtual inside a mount)
 //   mount_paths.cc        calls on paths: arguments in the kernel's order, targets, rename and
 //                         link across file systems; path_call.h serves them in the schema
 //   mount_data.cc         calls on served descriptors; fd_call.h serves them by kind

@@ -67,6 +67,8 @@ Decision ServedPathCall::Stats() {
   }
 }
 
+// Long by design: one case per call, each the same few steps (the arguments, the schema call on
+// a path and on a descriptor's file, the copy-out); the family reads best as one table.
 Decision ServedPathCall::Attributes() {
   switch (nr) {
     case SYS_access:

@@ -50,6 +50,8 @@ Status Whiteout(MountFs& m, schema::Transaction& txn, const schema::Cred& cred,
 
 }  // namespace
 
+// Long by design: one case per call, each the same few steps; the family reads best as one
+// table.
 Decision ServedPathCall::Names() {
   switch (nr) {
     case SYS_mkdir:
@@ -137,6 +139,8 @@ Decision ServedPathCall::Names() {
   }
 }
 
+// Long by design: the call in the schema, then (when a path left the mount) where each path
+// really leads and the call again: one protocol whose steps share the targets.
 // Rename and link, both paths in one mount. A path that leaves the mount on the way to its
 // directory (a link to elsewhere) is followed after the schema said so.
 Decision ServedPathCall::Pair() {

@@ -1,0 +1,139 @@
+// The cwd: chdir, fchdir and getcwd. Inside a mount the cwd is virtual (the kernel's cwd stays
+// at the mount point's host directory); elsewhere it is the kernel's.
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <string>
+
+#include "monitor/calls/validate.h"
+#include "monitor/mounts/proc_link.h"
+#include "monitor/service/mount_handler.h"
+#include "monitor/shared_region.h"
+#include "monitor/syscall_table.h"
+#include "monitor/tracee_memory.h"
+
+namespace amino::monitor::service {
+
+Decision MountHandler::Chdir(Thread& t, SyscallRegs& call) {
+  std::string path;
+  if (int err = ReadString(*t.proc, call.arg(0), PATH_MAX, &path)) return Decision::Emulate(-err);
+  Target target;
+  if (int err = Resolve(t, AT_FDCWD, path, false, &target)) return Decision::Emulate(err);
+  // chdir("/proc/self/cwd"), chdir("/dev/fd/N"): the served directory the link stands for.
+  FollowServedFdLink(t, path, true, &target);
+  if (target.kind == Target::Kind::kFile) return Decision::Emulate(-ENOENT);  // removed
+  if (target.kind == Target::Kind::kHost) {
+    Pending p;
+    p.kind = Pending::Kind::kChdir;
+    p.original = call;
+    pending_[t.tid] = std::move(p);
+    return Decision::ObserveExit();
+  }
+  const schema::Cred cred = CredOf(t);
+  schema::FileId id = 0;
+  std::string dir;
+  Decision d = RunOnTarget(
+      t, call, target, 0,
+      [&](MountFs& m, schema::Transaction& txn, const std::string& rel) {
+        auto st = m.fs->GetStat(txn, cred, rel);
+        if (!st.ok()) return st.status();
+        if (!S_ISDIR(st->attr.mode)) return schema::Status::Errno(ENOTDIR);
+        AMINO_RETURN_IF_ERROR(m.fs->Access(txn, cred, rel, X_OK));
+        id = st->ino;
+        auto names = m.fs->Names(txn, id);
+        if (!names.ok()) return names.status();
+        if (names->empty()) return schema::Status::Errno(ENOENT);
+        dir = names->front();
+        return m.fs->Reopen(txn, id);  // the cwd's hold (CwdHold)
+      },
+      [] { return 0L; });
+  if (d.kind == Decision::Kind::kObserveExit) {
+    // The walk left the mount: the kernel changes directory with the substitute.
+    pending_[t.tid].kind = Pending::Kind::kChdir;
+    return d;
+  }
+  if (d.kind != Decision::Kind::kEmulate || d.result != 0) return d;
+  return EnterVirtualDir(t, call, *target.mfs, id, dir, dir, CwdHold(t, *target.mfs, id));
+}
+
+std::shared_ptr<ServedFile> MountHandler::CwdHold(Thread& t, MountFs& m, schema::FileId id) {
+  auto hold = std::make_shared<ServedFile>();
+  hold->mfs = &m;
+  hold->id = id;
+  hold->type = S_IFDIR;
+  hold->flags = O_PATH | O_DIRECTORY;
+  hold->counted = true;           // released (closed) when the last cwd on it goes
+  txns_.NoteOpened(t.tid, hold);  // inside an application transaction: undone if it aborts
+  return hold;
+}
+
+Decision MountHandler::EnterVirtualDir(Thread& t, SyscallRegs& call, MountFs& m, schema::FileId id,
+                                       const std::string& dir, const std::string& last_path,
+                                       std::shared_ptr<ServedFile> hold) {
+  // The kernel goes to the mount point's host directory (something real to hold, and where
+  // calls that are not trapped find the mount's host side); the cwd becomes virtual.
+  Decision restart;
+  if (!EnsureRegion(t, call, &restart)) return restart;
+  uint64_t addr = t.proc->region->Put(t.tid, 0, m.mount->host_point + '\0');
+  if (!addr) return Decision::Emulate(-ENAMETOOLONG);
+  Pending p;
+  p.kind = Pending::Kind::kVirtualChdir;
+  p.original = call;
+  p.mount_index = MountIndex(&m);
+  p.dir_id = id;
+  p.dir_path = dir;
+  p.dir_last = dir.empty() ? last_path : dir;
+  p.file = std::move(hold);
+  pending_[t.tid] = std::move(p);
+  call.regs.orig_rax = SYS_chdir;
+  call.regs.rdi = addr;
+  return Decision::ObserveExit();
+}
+
+Decision MountHandler::Fchdir(Thread& t, SyscallRegs& call) {
+  const int fd = static_cast<int>(call.arg(0));
+  if (auto f = ServedOf(t, fd)) {
+    if (!f->is_dir()) return Decision::Emulate(-ENOTDIR);
+    const schema::Cred cred = CredOf(t);
+    // A directory removed while open is still a working directory, as in Linux: relative
+    // paths from it then fail with ENOENT and getcwd too (the virtual cwd has no path).
+    const std::string dir = DirPath(*f);
+    Decision d = RunOnFile(
+        *f,
+        [&](schema::Transaction& txn) {
+          AMINO_RETURN_IF_ERROR(f->mfs->fs->FAccess(txn, cred, f->id, X_OK));
+          return f->mfs->fs->Reopen(txn, f->id);  // the cwd's hold (CwdHold)
+        },
+        [] { return 0L; });
+    if (d.kind != Decision::Kind::kEmulate || d.result != 0) return d;
+    return EnterVirtualDir(t, call, *f->mfs, f->id, dir, f->opened_name,
+                           CwdHold(t, *f->mfs, f->id));
+  }
+  if (host::ShadowOf(t, fd)) return host_.OnEntry(t, call);
+  Pending p;
+  p.kind = Pending::Kind::kChdir;
+  p.original = call;
+  pending_[t.tid] = std::move(p);
+  return Decision::ObserveExit();
+}
+
+Decision MountHandler::Getcwd(Thread& t, SyscallRegs& call) {
+  FsContext& fs = *t.proc->fs;
+  if (fs.cwd_mount < 0) return Decision::Pass();
+  std::string dir = CwdPath(t);
+  if (dir.empty()) return Decision::Emulate(-ENOENT);
+  std::string path = mounts_[static_cast<size_t>(fs.cwd_mount)]->mount->HostPathOf(dir);
+  const size_t size = static_cast<size_t>(call.arg(1));
+  if (path.size() + 1 > PATH_MAX) return Decision::Emulate(-ENAMETOOLONG);
+  if (size < path.size() + 1) return Decision::Emulate(-ERANGE);
+  if (WriteMemory(*t.proc, call.arg(0), path.c_str(), path.size() + 1) != 0)
+    return Decision::Emulate(-EFAULT);
+  return Decision::Emulate(static_cast<long>(path.size() + 1));
+}
+
+}  // namespace amino::monitor::service

@@ -1,0 +1,175 @@
+// Starting the traced command: the filter's rules from the call table and the handler, the
+// child that installs them and execs, and the monitor seizing it (tracer.h).
+#include <fcntl.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "amino/amino.h"
+#include "monitor/mount_cover.h"
+#include "monitor/syscall_numbers.h"
+#include "monitor/syscall_table.h"
+#include "monitor/tracer.h"
+#include "ptrace-ext/ptrace.h"
+#include "ptrace-ext/seccomp_filter.h"
+
+namespace amino::monitor {
+
+using ptrace_ext::Backend;
+using ptrace_ext::Ptrace;
+
+namespace {
+
+// fcntl stops only to copy a descriptor (F_DUPFD, F_DUPFD_CLOEXEC: the handler sees the new
+// number at the exit); its other commands come by notification. The kernel reads the command
+// as 32 bits: the copies are matched on those, and the notified rules cover every other value.
+void AddFcntlRules(std::vector<ptrace_ext::TrapRule>* rules) {
+  using Cmp = ptrace_ext::TrapRule::Cmp;
+  for (uint64_t cmd : {uint64_t{F_DUPFD}, uint64_t{F_DUPFD_CLOEXEC}}) {
+    ptrace_ext::TrapRule copy{SYS_fcntl, false};
+    copy.arg = 1, copy.mask = 0xffffffff, copy.value = cmd;
+    rules->push_back(copy);
+  }
+  for (Cmp cmp : {Cmp::kLess, Cmp::kGreater}) {
+    ptrace_ext::TrapRule other{SYS_fcntl, true};
+    other.arg = 1, other.value = F_DUPFD_CLOEXEC, other.cmp = cmp;
+    rules->push_back(other);
+  }
+}
+
+}  // namespace
+
+std::vector<ptrace_ext::TrapRule> Tracer::FilterRules() {
+  for (long nr : FileSyscalls()) trapped_.insert(nr);
+  for (long nr : handler_.ExtraTrapped()) trapped_.insert(nr);
+  const bool notify = options_.backend == Backend::kNotify;
+  std::vector<ptrace_ext::TrapRule> rules;
+  for (long nr : trapped_) {
+    if (nr == SYS_fcntl && notify && handler_.NeedsStop(nr)) {
+      AddFcntlRules(&rules);
+      notified_.insert(nr);
+      continue;
+    }
+    ptrace_ext::TrapRule r{nr, notify && !handler_.NeedsStop(nr)};
+    if (r.notify) notified_.insert(nr);
+    // Anonymous mappings are the loader's and malloc's bread and butter: only file mappings.
+    if (nr == SYS_mmap) r.arg = 3, r.mask = MAP_ANONYMOUS, r.value = 0;
+    rules.push_back(r);
+  }
+  // A child must never escape tracing: CLONE_UNTRACED is taken out of clone's flags (a register
+  // rewrite: a stop) and refused in clone3's (in memory the monitor does not write).
+  rules.push_back({SYS_clone, false, 0, CLONE_UNTRACED, CLONE_UNTRACED});
+  rules.push_back({SYS_clone3, notify});
+  // Refusals (see Refusal) cost nothing in the filter; a call the handler traps anyway is
+  // refused at its stop instead, since one call cannot have two unconditional actions.
+  monitor_ = getpid();
+  const uint64_t me = static_cast<uint32_t>(monitor_);
+  const ptrace_ext::TrapRule refusals[] = {
+      // io_uring's operations reach files with no system call to trap. ENOSYS, as on a kernel
+      // built without it, is what its users (libuv, liburing programs) take for "fall back to
+      // plain calls"; container runtimes refuse it too.
+      {SYS_io_uring_setup, false, -1, 0, 0, ENOSYS},
+      {SYS_io_uring_enter, false, -1, 0, 0, ENOSYS},
+      {SYS_io_uring_register, false, -1, 0, 0, ENOSYS},
+      // Pids are ints: the kernel ignores the upper half of the register, and so does the test.
+      {SYS_pidfd_open, false, 0, 0xffffffff, me, EPERM},
+      {SYS_ptrace, false, 1, 0xffffffff, me, EPERM},
+      {SYS_process_vm_readv, false, 0, 0xffffffff, me, EPERM},
+      {SYS_process_vm_writev, false, 0, 0xffffffff, me, EPERM},
+  };
+  for (const ptrace_ext::TrapRule& r : refusals) {
+    if (!trapped_.count(r.nr)) rules.push_back(r);
+  }
+  // A filter with a listener stops to be refused (see Refusal). Under the notify backend the
+  // kernel refuses it already: the monitor's filter has a listener.
+  if (!notify) {
+    rules.push_back({SYS_seccomp, false, 1, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                     SECCOMP_FILTER_FLAG_NEW_LISTENER});
+  }
+  return rules;
+}
+
+void Tracer::ExecCommand(const std::vector<ptrace_ext::TrapRule>& rules,
+                         const std::vector<std::string>& covered, int sync_fd) {
+  char c;
+  while (read(sync_fd, &c, 1) < 0 && errno == EINTR) {
+  }
+  close(sync_fd);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);  // the monitor blocks SIGCHLD for its signalfd
+  (void)CoverMountPoints(covered);           // best effort: EPERM without CAP_SYS_ADMIN
+  // Under the ptrace backend the monitor starts watching calls at this stop, so the
+  // command's first traced call is its execve, as under the filter.
+  if (options_.backend == Backend::kPtrace) raise(SIGSTOP);
+  if (options_.backend != Backend::kPtrace) {
+    int listener = -1;
+    std::string err = ptrace_ext::InstallFilter(rules, &listener);
+    if (err.empty()) {
+      err = ptrace_ext::InstallRefusalFrom(kFirstUnknownSyscall, AMINO_SYS_BASE,
+                                           AMINO_SYS_BASE + AMINO_SYS_COUNT);
+    }
+    if (!err.empty()) {
+      std::fprintf(stderr, "amino run: %s\n", err.c_str());
+      _exit(126);
+    }
+    // The monitor takes the listener at this stop; it closes here at exec.
+    if (listener >= 0) raise(SIGSTOP);
+  }
+  std::vector<char*> argv;
+  for (const std::string& a : options_.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  execvp(argv[0], argv.data());
+  int err = errno;
+  std::fprintf(stderr, "amino run: %s: %s\n", argv[0], std::strerror(err));
+  _exit(err == ENOENT ? 127 : 126);
+}
+
+bool Tracer::StartCommand() {
+  const std::vector<ptrace_ext::TrapRule> rules = FilterRules();
+  const std::vector<std::string> covered = handler_.CoveredPoints();
+  int sync[2];
+  if (pipe2(sync, O_CLOEXEC) != 0) return false;
+  pid_t pid = fork();
+  if (pid < 0) {
+    std::fprintf(stderr, "amino run: fork: %s\n", std::strerror(errno));
+    return false;
+  }
+  if (pid == 0) {
+    close(sync[1]);
+    ExecCommand(rules, covered, sync[0]);
+  }
+  close(sync[0]);
+  long opts = PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
+              PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL;
+  if (options_.backend != Backend::kPtrace) opts |= PTRACE_O_TRACESECCOMP;
+  if (Ptrace(PTRACE_SEIZE, pid, 0, opts) != 0 || Ptrace(PTRACE_INTERRUPT, pid) != 0) {
+    std::fprintf(stderr, "amino run: cannot trace: %s\n", std::strerror(errno));
+    kill(pid, SIGKILL);
+    close(sync[1]);
+    return false;
+  }
+  // Not dumpable from here on: no process of the monitor's uid without CAP_SYS_PTRACE can
+  // attach to it, read or write its memory, or take its descriptors (the listener) with
+  // pidfd_getfd. Only now: the child was forked dumpable, so the monitor could seize it.
+  // Its own /proc/self entries stay readable to it (the kernel lets a thread group at itself).
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+    std::fprintf(stderr, "amino run: prctl(PR_SET_DUMPABLE): %s\n", std::strerror(errno));
+    kill(pid, SIGKILL);
+    close(sync[1]);
+    return false;
+  }
+  root_ = pid;
+  table_.AddRoot(pid).starting =
+      options_.backend == Backend::kPtrace || options_.backend == Backend::kNotify;
+  close(sync[1]);  // the child may go on: it is traced
+  return true;
+}
+
+}  // namespace amino::monitor
