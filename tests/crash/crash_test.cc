@@ -161,6 +161,7 @@ TEST(CrashTest, InvariantsHoldAfterEveryKill) {
     ASSERT_TRUE(run.died_of_sigkill)
         << "iteration " << i << ": the child exited by itself with " << run.exit_code;
     if (run.reported > 0) expect.last_reported = run.last_reported;
+    expect.child_opened = run.became_ready;
     last = CheckState(dir.path(), expect);
     if (!last.ok()) dir.Keep();
     ASSERT_TRUE(last.ok()) << "seed " << seed << ", iteration " << i << " (killed after " << run_ms

@@ -43,6 +43,10 @@ int RunWorkload(const std::string& dir, Mode mode, uint64_t first_seq, uint64_t 
 // What the parent learned from the child's reports.
 struct Expectation {
   uint64_t last_reported = 0;  // highest sequence number the children reported committed
+  // The last child had the file system open (it reported so) when it was killed: its death
+  // must be recovered from. A child killed before that may have died before it touched the
+  // database, which then needs no recovery.
+  bool child_opened = true;
 };
 
 struct CheckResult {

@@ -272,13 +272,16 @@ bool IsKernelPath(const std::string& path) {
 }
 
 std::string PathOfFd(int fd) {
-  char buf[4096];
-  const std::string link = "/proc/self/fd/" + std::to_string(fd);
-  ssize_t n = readlink(link.c_str(), buf, sizeof buf - 1);
-  if (n <= 0) return {};
-  std::string p(buf, static_cast<size_t>(n));
-  if (p.size() > 10 && p.compare(p.size() - 10, 10, " (deleted)") == 0) return {};
+  std::string p = ReadLink("/proc/self/fd/" + std::to_string(fd));
+  if (p.ends_with(" (deleted)")) return {};
   return p;
+}
+
+std::string ReadLink(const std::string& path) {
+  char buf[PATH_MAX];
+  ssize_t n = readlink(path.c_str(), buf, sizeof buf);
+  if (n <= 0 || n == static_cast<ssize_t>(sizeof buf)) return {};
+  return std::string(buf, static_cast<size_t>(n));
 }
 
 }  // namespace amino::monitor::host

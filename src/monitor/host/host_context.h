@@ -117,4 +117,7 @@ bool IsKernelPath(const std::string& path);
 // The current path of a descriptor the monitor holds; empty if the file has no name any more.
 std::string PathOfFd(int fd);
 
+// The target of symbolic link `path` (a /proc link, say): "" when it has none or is too long.
+std::string ReadLink(const std::string& path);
+
 }  // namespace amino::monitor::host

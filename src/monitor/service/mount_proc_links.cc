@@ -20,17 +20,6 @@
 
 namespace amino::monitor::service {
 
-namespace {
-
-std::string ReadLink(const std::string& path) {
-  char buf[PATH_MAX];
-  ssize_t n = readlink(path.c_str(), buf, sizeof buf);
-  if (n <= 0 || n == static_cast<ssize_t>(sizeof buf)) return {};
-  return std::string(buf, static_cast<size_t>(n));
-}
-
-}  // namespace
-
 Thread* MountHandler::ProcLinkOwner(Thread& t, pid_t pid) {
   if (pid == 0) return &t;
   Thread* owner = table_ ? table_->Find(pid) : nullptr;
@@ -54,7 +43,7 @@ int MountHandler::ThroughProcLink(Thread& t, const std::string& path, std::strin
       break;
     }
     case Kind::kRoot:
-      base = ReadLink("/proc/" + std::to_string(owner->tid) + "/root");
+      base = host::ReadLink("/proc/" + std::to_string(owner->tid) + "/root");
       if (base == "/") base.clear();
       break;
     case Kind::kFd: {
@@ -66,9 +55,10 @@ int MountHandler::ThroughProcLink(Thread& t, const std::string& path, std::strin
         if (dir.empty()) return -ENOENT;
         base = f->mfs->mount->HostPathOf(dir);
       } else if (auto h = host::ShadowOf(*owner, link.fd)) {
-        base = ReadLink("/proc/self/fd/" + std::to_string(h->fd));
+        base = host::ReadLink("/proc/self/fd/" + std::to_string(h->fd));
       } else {
-        base = ReadLink("/proc/" + std::to_string(owner->tid) + "/fd/" + std::to_string(link.fd));
+        base = host::ReadLink("/proc/" + std::to_string(owner->tid) + "/fd/" +
+                              std::to_string(link.fd));
       }
       // Not a directory by name (a pipe, a removed directory): the kernel's answer stands.
       if (base.empty() || base[0] != '/' || base.ends_with(" (deleted)")) return 0;

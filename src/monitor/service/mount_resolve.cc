@@ -22,13 +22,6 @@ namespace amino::monitor::service {
 
 namespace {
 
-std::string ReadLink(const std::string& path) {
-  char buf[PATH_MAX];
-  ssize_t n = readlink(path.c_str(), buf, sizeof buf);
-  if (n <= 0 || n == static_cast<ssize_t>(sizeof buf)) return {};
-  return std::string(buf, static_cast<size_t>(n));
-}
-
 // Whether `path` goes up first ("..", "./../x"): then *rest is what follows that "..", walked
 // from the parent ("." when nothing follows).
 bool GoesUpFirst(const std::string& path, std::string* rest) {
@@ -96,7 +89,7 @@ std::string MountHandler::CwdPath(Thread& t) {
 
 const std::string& MountHandler::HostCwd(Thread& t) {
   FsContext& fs = *t.proc->fs;
-  if (fs.host_cwd.empty()) fs.host_cwd = ReadLink("/proc/" + std::to_string(t.tid) + "/cwd");
+  if (fs.host_cwd.empty()) fs.host_cwd = host::ReadLink("/proc/" + std::to_string(t.tid) + "/cwd");
   return fs.host_cwd;
 }
 
@@ -112,7 +105,7 @@ int MountHandler::WhereDotDotLeads(Thread& t, const mounts::ClassifiedPath& r,
   }
   host::ScopedFd dir(open(r.check_path.c_str(), O_PATH | O_CLOEXEC));
   if (dir.get() < 0) return -errno;
-  *kernel_dir = ReadLink("/proc/self/fd/" + std::to_string(dir.get()));
+  *kernel_dir = host::ReadLink("/proc/self/fd/" + std::to_string(dir.get()));
   return 0;
 }
 
@@ -180,13 +173,13 @@ int MountHandler::Resolve(Thread& t, int dirfd, const std::string& as_given, boo
     if (virtual_dir.empty()) return -ENOENT;  // removed while open
     virtual_mount = f->mfs->mount;
   } else if (auto h = host::ShadowOf(t, dirfd)) {
-    base_dir = ReadLink("/proc/self/fd/" + std::to_string(h->fd));
+    base_dir = host::ReadLink("/proc/self/fd/" + std::to_string(h->fd));
     if (base_dir.empty() || base_dir[0] != '/') return 0;
     // The kernel would be given the placeholder: the host file's path is the argument.
     if (path.empty()) return 0;
   } else {
     if (dirfd < 0) return 0;  // the kernel reports EBADF
-    base_dir = ReadLink("/proc/" + std::to_string(t.tid) + "/fd/" + std::to_string(dirfd));
+    base_dir = host::ReadLink("/proc/" + std::to_string(t.tid) + "/fd/" + std::to_string(dirfd));
     // Not a directory by name (a pipe, a socket, a removed directory): no mount below it.
     if (base_dir.empty() || base_dir[0] != '/' || base_dir.ends_with(" (deleted)")) {
       return 0;
@@ -229,7 +222,7 @@ int MountHandler::CheckResolveRules(Thread& t, int dirfd, const std::string& pat
     std::string base =
         dirfd == AT_FDCWD
             ? HostCwd(t)
-            : ReadLink("/proc/" + std::to_string(t.tid) + "/fd/" + std::to_string(dirfd));
+            : host::ReadLink("/proc/" + std::to_string(t.tid) + "/fd/" + std::to_string(dirfd));
     inside = mount_table_.Find(base).has_value();
   }
   if ((resolve & RESOLVE_NO_XDEV) && !inside) return -EXDEV;
