@@ -174,7 +174,7 @@ class Within:
         return p
 
 
-ATTEMPTS = 3  # runs of the scenario, should the poller miss the 4 MB delivery's write(2)
+ATTEMPTS = 5  # runs of the scenario, should the poller miss the 4 MB delivery's write(2)
 
 
 def body(args, scratch):
