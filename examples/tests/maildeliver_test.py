@@ -160,18 +160,13 @@ def kill_any(proc, rng, delay, spare, result):
         time.sleep(0.001)
 
 
-class Within:
-    """A directory of its own inside the scratch directory, for one run of the scenario."""
+class Within(mc.Scratch):
+    """A directory of its own inside the scratch directory, for one run of the scenario (the
+    scratch directory keeps or removes it)."""
 
-    def __init__(self, scratch, name):
+    def __init__(self, scratch, name):  # pylint: disable=super-init-not-called
         self.path = scratch.sub(name)
-
-    def sub(self, *names, make=True):
-        p = os.path.join(self.path, *names)
-        if make:
-            os.makedirs(p, exist_ok=True)
-            os.chmod(p, 0o755)
-        return p
+        self.keep = scratch.keep
 
 
 ATTEMPTS = 5  # runs of the scenario, should the poller miss the 4 MB delivery's write(2)
