@@ -139,6 +139,13 @@ Decision TraceHandler::OnEntry(Thread& t, SyscallRegs& call) {
     Print(t, text, d.result);
     return d;
   }
+  if (call.notified) {
+    // A notified call has no exit stop (fcntl's commands other than F_DUPFD come so): the
+    // kernel's result is not seen.
+    std::fprintf(out_, "[pid %d] %s = ?\n", t.tid, text.c_str());
+    std::fflush(out_);
+    return d;
+  }
   pending_[t.tid] = Pending{std::move(text), d.kind == Decision::Kind::kObserveExit};
   return Decision::ObserveExit();
 }
