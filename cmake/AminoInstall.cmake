@@ -34,5 +34,7 @@ install(FILES ${PROJECT_BINARY_DIR}/AminoConfig.cmake ${PROJECT_BINARY_DIR}/Amin
 
 install(FILES examples/counter.c examples/maildeliver.c examples/passwd_update.c
   examples/README.md DESTINATION ${CMAKE_INSTALL_DATADIR}/amino/examples)
+install(DIRECTORY profiles/ DESTINATION ${CMAKE_INSTALL_DATADIR}/amino/profiles
+  FILES_MATCHING PATTERN "*.profile")
 install(FILES cmake/amino.bash-completion DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
   RENAME amino)

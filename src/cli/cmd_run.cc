@@ -19,8 +19,8 @@ std::vector<std::string>& CommandWords() {
 int SplitRunCommand(int argc, char** argv) {
   if (argc < 2 || std::string(argv[1]) != "run") return argc;
   // Options of `amino run` that take a separate value.
-  static const char* kValued[] = {"--backend", "--emulate",    "--mount",
-                                  "--config",  "--durability", "--lock-timeout"};
+  static const char* kValued[] = {"--backend",    "--emulate",      "--mount",  "--config",
+                                  "--durability", "--lock-timeout", "--profile"};
   for (int i = 2; i < argc; ++i) {
     std::string w = argv[i];
     if (w == "--") {
@@ -84,6 +84,11 @@ Runner AddRun(CLI::App& app) {
                   "aborted (its calls and commit then fail with EDEADLK)")
       ->type_name("SECONDS")
       ->capture_default_str();
+  cmd->add_option("--profile", o->profiles,
+                  "Transactions for the command from a profile: a shipped one by NAME ('amino "
+                  "profile list') or a FILE (repeatable; see 'amino profile --help')")
+      ->type_name("NAME|FILE")
+      ->allow_extra_args(false);
   cmd->footer("The command follows the options, after an optional '--': amino run -- CMD ARGS...");
   return [o, trace] {
     o->trace = trace->count() > 0;

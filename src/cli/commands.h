@@ -23,5 +23,6 @@ int SplitRunCommand(int argc, char** argv);
 Runner AddDoctor(CLI::App& app);
 Runner AddMounts(CLI::App& app);
 Runner AddTxn(CLI::App& app);
+Runner AddProfile(CLI::App& app);
 
 }  // namespace amino::cli

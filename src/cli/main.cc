@@ -56,8 +56,8 @@ int Main(int argc, char** argv) {
   app.require_subcommand(1);
 
   std::vector<std::pair<CLI::App*, Runner>> commands;
-  for (auto add : {AddRun, AddTxn, AddDoctor, AddMounts, AddMkfs, AddFsck, AddRecover, AddLs,
-                   AddImport, AddExport}) {
+  for (auto add : {AddRun, AddTxn, AddProfile, AddDoctor, AddMounts, AddMkfs, AddFsck, AddRecover,
+                   AddLs, AddImport, AddExport}) {
     Runner run = add(app);
     commands.emplace_back(app.get_subcommands({}).back(), std::move(run));
   }

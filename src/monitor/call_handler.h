@@ -72,8 +72,13 @@ class CallHandler {
   virtual void OnExit(Thread& t, SyscallRegs& call) { (void)t, (void)call; }
   // After exec replaced a process's image (close-on-exec descriptors are gone).
   virtual void OnExec(Thread& t) { (void)t; }
+  // A process ended (`t` is its leader; `wait_status` as waitpid gives it), before
+  // OnTaskExit for the leader.
+  virtual void OnProcessExit(Thread& t, int wait_status) { (void)t, (void)wait_status; }
   // A task ended (its process ended too when t.tid is the process's id).
   virtual void OnTaskExit(Thread& t) { (void)t; }
+  // Signal `sig` is being delivered to `t` (at its signal-delivery stop).
+  virtual void OnSignal(Thread& t, int sig) { (void)t, (void)sig; }
   // The traced tree has ended, before `amino run` reports its status (or dies of the same
   // signal): whatever must be settled before anyone outside can see the end.
   virtual void Finish() {}

@@ -11,6 +11,8 @@
 #include "monitor/host/host_handler.h"
 #include "monitor/mounts/mount_config.h"
 #include "monitor/mounts/mount_prepare.h"
+#include "monitor/profiles/profile_handler.h"
+#include "monitor/profiles/profile_library.h"
 #include "monitor/service/mount_handler.h"
 #include "monitor/trace_handler.h"
 #include "monitor/tracer.h"
@@ -118,6 +120,22 @@ int Run(const RunOptions& options) {
     return 2;
   }
 
+  if (options.emulate != "amino" && !options.profiles.empty()) {
+    std::fprintf(stderr,
+                 "amino run: --profile needs --emulate=amino (the default): profiles begin and "
+                 "end transactions on Amino mounts\n");
+    return 2;
+  }
+  std::vector<profiles::Profile> loaded;
+  for (const std::string& spec : options.profiles) {
+    profiles::Parsed p = profiles::FindProfile(spec);
+    if (!p.ok()) {
+      for (const std::string& e : p.errors) std::fprintf(stderr, "amino run: %s\n", e.c_str());
+      return 2;
+    }
+    loaded.push_back(std::move(p.profile));
+  }
+
   std::unique_ptr<CallHandler> handler;
   if (options.emulate == "host") {
     handler = std::make_unique<host::HostHandler>();
@@ -134,6 +152,14 @@ int Run(const RunOptions& options) {
       std::fprintf(stderr, "amino run: %s: %s\n", options.trace_file.c_str(), std::strerror(errno));
       return 2;
     }
+  }
+  if (!loaded.empty()) {
+    // Only the mount handler owns transactions; it outlives the wrapper that holds it.
+    TxnControl& txns = dynamic_cast<service::MountHandler&>(*handler);
+    handler = std::make_unique<profiles::ProfileHandler>(std::move(handler), txns,
+                                                         std::move(loaded), trace_out);
+  }
+  if (trace_out) {
     handler = std::make_unique<TraceHandler>(std::move(handler), trace_out);
   }
   Tracer tracer(t, *handler);

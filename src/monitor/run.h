@@ -19,10 +19,11 @@ struct RunOptions {
   // (perform every file call itself on the host: AMINONULL), "none" (pass every call through:
   // AMINOTRACE).
   std::string emulate = "amino";
-  std::vector<std::string> mounts;   // --mount MOUNTPOINT=DBDIR
-  std::string config;                // --config FILE
-  std::string durability = "async";  // --durability async|sync|commit|external
-  double lock_timeout = 10;          // --lock-timeout SECONDS (application transactions)
+  std::vector<std::string> mounts;    // --mount MOUNTPOINT=DBDIR
+  std::string config;                 // --config FILE
+  std::string durability = "async";   // --durability async|sync|commit|external
+  double lock_timeout = 10;           // --lock-timeout SECONDS (application transactions)
+  std::vector<std::string> profiles;  // --profile NAME|FILE (profiles/profile_library.h)
 };
 
 // Runs the command to completion; returns `amino run`'s exit status. Usage errors are reported

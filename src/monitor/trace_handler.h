@@ -18,7 +18,10 @@ class TraceHandler : public CallHandler {
   Decision OnEntry(Thread& t, SyscallRegs& call) override;
   void OnExit(Thread& t, SyscallRegs& call) override;
   void OnExec(Thread& t) override { inner_->OnExec(t); }
+  void OnProcessExit(Thread& t, int wait_status) override { inner_->OnProcessExit(t, wait_status); }
   void OnTaskExit(Thread& t) override { inner_->OnTaskExit(t); }
+  void OnSignal(Thread& t, int sig) override { inner_->OnSignal(t, sig); }
+  void PrintStats(FILE* out) const override { inner_->PrintStats(out); }
   void OnNewTask(Thread& parent, Thread& child, bool thread) override {
     inner_->OnNewTask(parent, child, thread);
   }

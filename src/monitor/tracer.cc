@@ -190,7 +190,10 @@ void Tracer::ForwardPendingSignals() {
 
 void Tracer::HandleExit(pid_t tid, int status) {
   if (tid == root_) root_status_ = status;
-  if (Thread* t = table_.Find(tid); t && t->proc) handler_.OnTaskExit(*t);
+  if (Thread* t = table_.Find(tid); t && t->proc) {
+    if (t->tid == t->proc->tgid) handler_.OnProcessExit(*t, status);
+    handler_.OnTaskExit(*t);
+  }
   table_.Remove(tid);
 }
 
@@ -246,6 +249,7 @@ void Tracer::HandleStop(pid_t tid, int status) {
         return;
       }
       RestoreSignalInfo(*t, sig);
+      handler_.OnSignal(*t, sig);
       if (options_.backend == Backend::kNotify) RestartUnseenCall(*t);
       Resume(*t, sig);  // signal-delivery-stop: deliver it
       return;

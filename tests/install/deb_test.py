@@ -37,7 +37,8 @@ def body(scratch):
     for want in ("/usr/bin/amino", "/usr/include/amino/amino.h", "/usr/include/amino/rvm.h",
                  "/usr/share/man/man1/amino-run.1.gz", "/usr/share/man/man3/amino.3.gz",
                  "/usr/share/bash-completion/completions/amino",
-                 "/usr/share/amino/examples/counter.c"):
+                 "/usr/share/amino/examples/counter.c",
+                 "/usr/share/amino/profiles/whole-program.profile"):
         check(want in names, "%s is not in the package" % want)
     libs = [n for n in names if "/libamino.so" in n or "/librvm.so" in n or n.endswith(".pc")
             or n.endswith("AminoConfig.cmake")]

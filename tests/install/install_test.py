@@ -35,6 +35,7 @@ def body(scratch):
     libdir = libdirs[0]
     for rel in ("bin/amino", "include/amino/amino.h", "include/amino/rvm.h",
                 "share/bash-completion/completions/amino", "share/amino/examples/counter.c",
+                "share/amino/profiles/whole-program.profile",
                 "share/man/man1/amino.1.gz", "share/man/man1/amino-run.1.gz",
                 "share/man/man1/amino-txn.1.gz", "share/man/man8/amino-mkfs.8.gz",
                 "share/man/man5/amino-mounts.5.gz", "share/man/man3/amino.3.gz",
@@ -52,6 +53,9 @@ def body(scratch):
     page = run(["man", "-l", os.path.join(prefix, "share/man/man1/amino-run.1.gz")], "man -l",
                env=dict(os.environ, MANWIDTH="80"))
     check("amino run" in page and "--durability" in page, "amino-run(1) renders as %r" % page[:200])
+    listed = run([os.path.join(prefix, "bin/amino"), "profile", "list"], "amino profile list")
+    check(os.path.join(prefix, "share/amino/profiles/whole-program.profile") in listed,
+          "the installed amino does not list its installed profiles first:\n" + listed)
     say("installed under %s (libraries in %s)" % (prefix, os.path.relpath(libdir, prefix)))
 
     env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(libdir, "pkgconfig"))

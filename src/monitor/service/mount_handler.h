@@ -44,6 +44,7 @@
 #include "monitor/service/shared_mappings.h"
 #include "monitor/service/user_txn.h"
 #include "monitor/syscall_table.h"
+#include "monitor/txn_control.h"
 #include "schema/cred.h"
 
 namespace amino::monitor::service {
@@ -71,7 +72,7 @@ struct ServiceOptions {
   std::chrono::milliseconds lock_timeout{10000};
 };
 
-class MountHandler : public CallHandler {
+class MountHandler : public CallHandler, public TxnControl {
  public:
   // `mounts`: the prepared table (mount_prepare.h).
   static schema::Result<std::unique_ptr<MountHandler>> Create(mounts::MountTable table,
@@ -91,6 +92,16 @@ class MountHandler : public CallHandler {
   void SetExitSink(std::function<void(pid_t, int)> sink) override;
   void SetProcessTable(ProcessTable* table) override;
   void SetListener(ptrace_ext::NotifyListener* listener) override;
+
+  // Transactions begun and ended by profiles (txn_control.h; mount_txn.cc).
+  long BeginFor(Thread& t) override;
+  long End(uint64_t id, bool commit) override;
+  bool Within(pid_t tid, uint64_t id) const override { return txns_.Within(tid, id); }
+  void Join(pid_t tid, uint64_t id) override { txns_.Join(tid, id); }
+  void Leave(pid_t tid, uint64_t id) override { txns_.Leave(tid, id); }
+  bool ServedPath(Thread& t, int fd, std::string* path, bool* writing) const override;
+  uint64_t CurrentOf(pid_t tid) const override { return static_cast<uint64_t>(txns_.Current(tid)); }
+  std::string AbsolutePath(Thread& t, int dirfd, const std::string& path) override;
 
   // The body of a serviced path call: runs in the call's transaction on `rel` in `m`.
   using PathBody =

@@ -1,9 +1,12 @@
 // MountHandler and application transactions: libamino's pseudo-calls, and every file call
 // served inside the caller's current transaction (user_txn.h).
+#include <fcntl.h>
+
 #include <cerrno>
 #include <cstdio>
 
 #include "amino/amino.h"
+#include "monitor/mounts/lexical_path.h"
 #include "monitor/service/external_sync.h"
 #include "monitor/service/mount_handler.h"
 #include "monitor/syscall_table.h"
@@ -183,6 +186,55 @@ Decision MountHandler::TxnCall(Thread& t, SyscallRegs& call) {
       break;
   }
   return Decision::Emulate(r);
+}
+
+}  // namespace amino::monitor::service
+
+namespace amino::monitor::service {
+
+long MountHandler::BeginFor(Thread& t) { return txns_.Begin(t.tid, CredOf(t).uid); }
+
+long MountHandler::End(uint64_t id, bool commit) {
+  const long r = txns_.End(id, commit);
+  CloseDeferred();
+  return r;
+}
+
+bool MountHandler::ServedPath(Thread& t, int fd, std::string* path, bool* writing) const {
+  auto it = t.proc->fds->files.find(fd);
+  if (it == t.proc->fds->files.end()) return false;
+  auto f = std::dynamic_pointer_cast<ServedFile>(it->second);
+  if (!f || !f->mfs) return false;
+  *path = f->mfs->mount->HostPathOf(f->opened_name.empty() ? "/" : f->opened_name);
+  *writing = f->writable();
+  return true;
+}
+
+}  // namespace amino::monitor::service
+
+namespace amino::monitor::service {
+
+std::string MountHandler::AbsolutePath(Thread& t, int dirfd, const std::string& path) {
+  if (!path.empty() && path[0] == '/') return mounts::NormalizeAbsolute(path);
+  std::string dir;
+  if (dirfd == AT_FDCWD) {
+    const FsContext& fs = *t.proc->fs;
+    if (fs.cwd_mount >= 0) {
+      const std::string cwd = CwdPath(t);
+      if (cwd.empty()) return "";
+      dir = mounts_[static_cast<size_t>(fs.cwd_mount)]->mount->HostPathOf(cwd);
+    } else {
+      dir = HostCwd(t);
+    }
+  } else if (std::shared_ptr<ServedFile> f = ServedOf(t, dirfd); f && f->is_dir()) {
+    const std::string rel = DirPath(*f);
+    if (rel.empty()) return "";
+    dir = f->mfs->mount->HostPathOf(rel);
+  } else {
+    dir = host::ReadLink("/proc/" + std::to_string(t.proc->tgid) + "/fd/" + std::to_string(dirfd));
+  }
+  if (dir.empty() || dir[0] != '/') return "";
+  return mounts::JoinNormal(mounts::NormalizeAbsolute(dir), path);
 }
 
 }  // namespace amino::monitor::service

@@ -131,6 +131,59 @@ void TxnManager::Unlink(const std::shared_ptr<UserTxn>& txn) {
   Prune();
 }
 
+long TxnManager::End(uint64_t id, bool commit) {
+  auto r = registry_.find(id);
+  std::shared_ptr<UserTxn> txn = r == registry_.end() ? nullptr : r->second.lock();
+  if (!txn || txn->state == UserTxn::State::kEnded) return -ENOENT;
+  for (auto& weak : txn->children) {
+    if (auto child = weak.lock(); child && child->state != UserTxn::State::kEnded) {
+      child->AbortTree(UserTxn::State::kEnded);
+      Unlink(child);
+    }
+  }
+  if (txn->state == UserTxn::State::kDoomed) {
+    Unlink(txn);
+    return -AMINO_EABORTED;
+  }
+  if (!commit) {
+    Unlink(txn);  // aborts it
+    return 0;
+  }
+  schema::Status st = CommitOne(*txn);
+  if (!st.ok()) {
+    txn->AbortTree(UserTxn::State::kEnded);
+    Unlink(txn);
+    return st.is_conflict() ? -AMINO_EABORTED : -EIO;
+  }
+  txn->state = UserTxn::State::kEnded;
+  Unlink(txn);
+  return 0;
+}
+
+bool TxnManager::Within(pid_t tid, uint64_t id) const {
+  for (UserTxn* u = CurrentOf(tid).get(); u; u = u->parent.get()) {
+    if (u->id == id) return true;
+  }
+  return false;
+}
+
+void TxnManager::Join(pid_t tid, uint64_t id) {
+  auto r = registry_.find(id);
+  std::shared_ptr<UserTxn> txn = r == registry_.end() ? nullptr : r->second.lock();
+  if (txn && txn->state != UserTxn::State::kEnded) threads_[tid].current = txn;
+}
+
+void TxnManager::Leave(pid_t tid, uint64_t id) {
+  auto it = threads_.find(tid);
+  if (it == threads_.end()) return;
+  for (UserTxn* u = it->second.current.get(); u; u = u->parent.get()) {
+    if (u->id == id) {
+      it->second.current = u->parent;
+      return;
+    }
+  }
+}
+
 long TxnManager::Attach(pid_t tid, uid_t euid, uint64_t id) {
   ThreadTxns& th = threads_[tid];
   if (th.current) return -EBUSY;

@@ -79,6 +79,14 @@ class TxnManager {
   long Current(pid_t tid) const;
   long Depth(pid_t tid) const;
 
+  // For profiles (txn_control.h): ends transaction `id` wherever it is current, aborting what
+  // is still open inside it first (0 or -errno); whether `tid` is in `id`; makes `id` current
+  // for `tid`; takes `tid` out of `id`.
+  long End(uint64_t id, bool commit);
+  bool Within(pid_t tid, uint64_t id) const;
+  void Join(pid_t tid, uint64_t id);
+  void Leave(pid_t tid, uint64_t id);
+
   // Task life cycle: a new process inherits its creator's current transaction, a new thread
   // starts with none; a task that ends detaches.
   void OnNewTask(pid_t parent, pid_t child, bool thread);

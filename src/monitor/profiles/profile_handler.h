@@ -1,0 +1,130 @@
+// `amino run --profile`: transactions for unmodified programs (docs/profiles.md). Wraps the
+// handler that serves the mounts and, at the events the profiles name — an exec, a process's
+// exit, an open or close of a matching served file, a signal's delivery — begins, commits and
+// aborts application transactions through TxnControl, exactly as libamino's calls would.
+//
+// A transaction a profile begins belongs to the process whose event began it (its owner):
+// every thread of the owner is in it, and processes it starts later too unless the rule said
+// `private`. Commit and abort end the owner's innermost transaction of that profile; a
+// transaction its owner leaves open at exit is aborted after the exit rules ran.
+#pragma once
+
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "monitor/call_handler.h"
+#include "monitor/profiles/profile.h"
+#include "monitor/txn_control.h"
+
+namespace amino::monitor::profiles {
+
+class ProfileHandler : public CallHandler {
+ public:
+  // `trace`: where --trace prints each begin, commit and abort with its cause (null: nowhere).
+  ProfileHandler(std::unique_ptr<CallHandler> inner, TxnControl& txns,
+                 std::vector<Profile> profiles, FILE* trace);
+
+  Decision OnEntry(Thread& t, SyscallRegs& call) override;
+  void OnExit(Thread& t, SyscallRegs& call) override;
+  void OnExec(Thread& t) override;
+  void OnProcessExit(Thread& t, int wait_status) override;
+  void OnTaskExit(Thread& t) override;
+  void OnSignal(Thread& t, int sig) override;
+  void OnNewTask(Thread& parent, Thread& child, bool thread) override;
+  void Finish() override { inner_->Finish(); }
+  void PrintStats(FILE* out) const override;
+  bool NeedsStop(long nr) const override { return inner_->NeedsStop(nr); }
+  long OnForeignCall(Thread& t, const ForeignCall& call) override {
+    return inner_->OnForeignCall(t, call);
+  }
+  bool Emulates() const override { return inner_->Emulates(); }
+  std::vector<long> ExtraTrapped() const override { return inner_->ExtraTrapped(); }
+  std::vector<std::string> CoveredPoints() const override { return inner_->CoveredPoints(); }
+  void SetExitSink(std::function<void(pid_t, int)> sink) override { inner_->SetExitSink(sink); }
+  void SetProcessTable(ProcessTable* table) override { inner_->SetProcessTable(table); }
+  void SetListener(ptrace_ext::NotifyListener* listener) override { inner_->SetListener(listener); }
+
+ private:
+  // A transaction a profile began.
+  struct Owned {
+    size_t profile = 0;
+    uint64_t id = 0;
+    bool private_ = false;
+  };
+  // A served descriptor a process opened on files some open or close rule names.
+  struct SessionFd {
+    const OpenFile* file = nullptr;  // what the descriptor stood for when opened
+    std::string path;                // as opened
+    std::set<size_t> keys;           // the rule keys (files_) whose pattern it matched
+  };
+  struct ProcState {
+    int depth = 0;
+    std::string program;       // the path of its last exec, as the program named it
+    std::string exec_path;     // the path of the exec under way
+    std::vector<Owned> owned;  // innermost last
+    std::map<int, SessionFd> sessions;
+    std::set<pid_t> threads;
+  };
+  // An open whose outcome is not known yet, and the transactions its rules began.
+  struct PendingOpen {
+    std::string path;
+    std::vector<uint64_t> began;
+    std::map<int, const OpenFile*> before;
+    std::vector<size_t> keys;  // the keys the path matches, the descriptor counted under them
+    bool fired = false;        // its open rules ran
+    bool parked = false;       // it waits: asked again later
+  };
+  struct Counts {
+    uint64_t begins = 0, inside = 0, commits = 0, aborts = 0, refused = 0, left_open = 0;
+  };
+  // Something that happened, with the values its conditions see.
+  struct Happening {
+    EventKind kind;
+    std::string subject;  // the program (exec, exit) or file (open, close), or the signal
+    std::string program;  // the program the process runs (before the exec, for exec)
+    Values values;
+    int signal = 0;
+    bool writing = false;
+    size_t key = SIZE_MAX;  // open, close: the rule key the count is for
+  };
+
+  ProcState& StateOf(const Thread& t);
+  // Runs the first rule of each profile that matches; returns the transactions it began.
+  std::vector<uint64_t> Fire(Thread& t, const Happening& h);
+  bool Matches(const Rule& r, const Happening& h, size_t key) const;
+  void Act(Thread& t, size_t profile, const Rule& r, const Action& a, const Happening& h,
+           std::vector<uint64_t>* began);
+  void Begin(Thread& t, size_t profile, const Rule& r, const Action& a, const Happening& h,
+             std::vector<uint64_t>* began);
+  // Commits or aborts s.owned[index] (of `t`'s process) and reports how it ended.
+  void EndOwned(Thread& t, ProcState& s, size_t index, bool commit, const std::string& cause);
+  // Aborts, as if never begun, the transactions an open's rules began when it did not happen.
+  void Undo(Thread& t, const std::vector<uint64_t>& began);
+  static int64_t CountOf(const ProcState& s, size_t key);
+  Decision Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t path_addr);
+  void Opened(Thread& t, PendingOpen& p);
+  // Descriptors of sessions that are gone (closed, replaced, closed on exec): close events.
+  void Closed(Thread& t);
+  void Trace(const Thread& t, const std::string& text);
+  std::string Describe(const Happening& h) const;
+
+  std::unique_ptr<CallHandler> inner_;
+  TxnControl& txns_;
+  std::vector<Profile> profiles_;
+  FILE* trace_;
+  // The distinct (pattern, write) pairs of open and close rules; a rule's key is its index.
+  std::vector<std::pair<std::string, bool>> files_;
+  std::vector<std::vector<size_t>> rule_keys_;  // [profile][rule] -> key (SIZE_MAX: none)
+  bool any_file_rules_ = false;
+  std::unordered_map<pid_t, ProcState> procs_;      // by tgid
+  std::unordered_map<pid_t, PendingOpen> pending_;  // by tid
+  std::unordered_map<uint64_t, size_t> live_;       // transactions begun, by id: their profile
+  std::vector<Counts> counts_;
+};
+
+}  // namespace amino::monitor::profiles

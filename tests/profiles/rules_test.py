@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""The rule language's events and actions on real shells (sh), each beside a negative control
+run with no profile, which must leave what the profile run must not.
+
+  session-killed  `file-session`: a shell opens f on descriptor 3, writes, is killed with f
+                  still open: f is not there (control: it is)
+  session-closed  `file-session`: the same shell closes descriptor 3 before it is killed: f is
+                  there, whole
+  signal          `on signal USR1 do abort`: a shell writes a, sends itself USR1 (it traps
+                  it), writes b, exits 0: b is there, a is not (control: both)
+  private         `begin private` at depth 0: the shell's child process writes c outside the
+                  shell's transaction, the shell writes p and exits 1: c is there, p is not.
+                  (The shell touches the mount only after its child ended: the child's
+                  create would wait for the shell's read locks, and the shell for the child.)
+  nested          `begin nested` at every exec, commit-if at exit: a child exiting 1 leaves
+                  nothing, a sibling exiting 0 commits into the shell's transaction, which
+                  commits at its exit 0: only the sibling's file is there
+  threads         `whole-program` on a Python program whose second thread writes t and whose
+                  exit status is 1: t is not there (a thread of the owner is in its transaction)
+"""
+
+import os
+import sys
+import textwrap
+
+import profiles_common as pc
+
+mc = pc.mc
+
+
+def write_profile(scratch, name, text):
+    path = os.path.join(scratch.path, name + ".profile")
+    with open(path, "w") as f:
+        f.write(textwrap.dedent(text))
+    return path
+
+
+def check(fs, d, profiles, script, want, control_want, status=None):
+    """Runs `sh -c script` under profiles, with {d} in it standing for directory d of the
+    mount, then with no profile on d-c; the files left must be `want`, and `control_want`
+    without a profile."""
+    for where, profs, expected in ((d, profiles, want), (d + "-c", [], control_want)):
+        fs.run(["mkdir", fs.path(where)])
+        rc, out, err = fs.run(["sh", "-c", script.replace("{d}", fs.path(where))], profs,
+                              check=False, what="%s under %s" % (d, profs or "no profile"))
+        if status is not None and rc != status:
+            raise pc.Failure("%s: sh exited %d, expected %d\n%s" % (d, rc, status, err))
+        left = fs.files(where)
+        if left != expected:
+            raise pc.Failure("%s under %s left %r; expected %r" % (
+                d, profs or "no profile", left, expected))
+    pc.say("%s: %s left, %s without the profile" % (
+        d, sorted(want) or "nothing", sorted(control_want) or "nothing"))
+
+
+def body(args, scratch):
+    fs = pc.Fs(scratch, "fs", args.backend)
+    kill_self = 'kill -KILL $$'
+    check(fs, "session-killed", ["file-session"],
+          "exec 3>{d}/f; echo data >&3; " + kill_self, {}, {"f": b"data\n"}, status=-9)
+    check(fs, "session-closed", ["file-session"],
+          "exec 3>{d}/f; echo data >&3; exec 3>&-; " + kill_self,
+          {"f": b"data\n"}, {"f": b"data\n"}, status=-9)
+
+    signal_profile = write_profile(scratch, "usr1", """\
+        # A process's work is aborted when it receives SIGUSR1.
+        on exec when depth == 0 do begin
+        on signal USR1 do abort
+        on exit do commit-if status == 0
+        """)
+    check(fs, "signal", [signal_profile],
+          "trap 'true' USR1; echo A > {d}/a; kill -USR1 $$; echo B > {d}/b", {"b": b"B\n"},
+          {"a": b"A\n", "b": b"B\n"}, status=0)
+
+    private_profile = write_profile(scratch, "private", """\
+        on exec when depth == 0 do begin private
+        on exit do commit-if status == 0
+        """)
+    check(fs, "private", [private_profile],
+          "sh -c 'echo C > {d}/c'; echo P > {d}/p; exit 1", {"c": b"C\n"},
+          {"c": b"C\n", "p": b"P\n"}, status=1)
+
+    nested_profile = write_profile(scratch, "nested", """\
+        on exec do begin nested
+        on exit do commit-if status == 0
+        """)
+    check(fs, "nested", [nested_profile],
+          "sh -c 'echo X > {d}/x; exit 1'; sh -c 'echo Y > {d}/y'; exit 0", {"y": b"Y\n"},
+          {"x": b"X\n", "y": b"Y\n"}, status=0)
+
+    threaded = os.path.join(scratch.path, "threaded.py")
+    with open(threaded, "w") as f:
+        f.write(textwrap.dedent("""\
+            import sys, threading
+            def work():
+                with open("t", "w") as f:
+                    f.write("thread\\n")
+            th = threading.Thread(target=work)
+            th.start()
+            th.join()
+            sys.exit(1)
+            """))
+    check(fs, "threads", ["whole-program"], "cd {d} && exec %s %s" % (sys.executable, threaded), {},
+          {"t": b"thread\n"}, status=1)
+    fs.fsck("the rules")
+
+
+if __name__ == "__main__":
+    sys.exit(mc.main(body, __doc__, pc.backend_option))
