@@ -77,6 +77,12 @@ class CallHandler {
   virtual void OnProcessExit(Thread& t, int wait_status) { (void)t, (void)wait_status; }
   // A task ended (its process ended too when t.tid is the process's id).
   virtual void OnTaskExit(Thread& t) { (void)t; }
+  // `t` stopped at an int3 (SIGTRAP from the kernel): true when it was one of the handler's
+  // breakpoints, whose registers the handler has set; the signal is then not delivered.
+  virtual bool OnBreakpoint(Thread& t) {
+    (void)t;
+    return false;
+  }
   // Signal `sig` is being delivered to `t` (at its signal-delivery stop).
   virtual void OnSignal(Thread& t, int sig) { (void)t, (void)sig; }
   // The traced tree has ended, before `amino run` reports its status (or dies of the same

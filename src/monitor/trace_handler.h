@@ -21,6 +21,7 @@ class TraceHandler : public CallHandler {
   void OnProcessExit(Thread& t, int wait_status) override { inner_->OnProcessExit(t, wait_status); }
   void OnTaskExit(Thread& t) override { inner_->OnTaskExit(t); }
   void OnSignal(Thread& t, int sig) override { inner_->OnSignal(t, sig); }
+  bool OnBreakpoint(Thread& t) override { return inner_->OnBreakpoint(t); }
   void PrintStats(FILE* out) const override { inner_->PrintStats(out); }
   void OnNewTask(Thread& parent, Thread& child, bool thread) override {
     inner_->OnNewTask(parent, child, thread);

@@ -248,6 +248,10 @@ void Tracer::HandleStop(pid_t tid, int status) {
         Resume(*t);
         return;
       }
+      if (sig == SIGTRAP && IsBreakpointTrap(*t) && handler_.OnBreakpoint(*t)) {
+        Resume(*t);
+        return;
+      }
       RestoreSignalInfo(*t, sig);
       handler_.OnSignal(*t, sig);
       if (options_.backend == Backend::kNotify) RestartUnseenCall(*t);
@@ -460,6 +464,13 @@ void Tracer::OnExec(pid_t tid) {
   t.in_syscall = options_.backend == Backend::kPtrace;  // the exec's exit stop follows
   handler_.OnExec(t);
   Resume(t);
+}
+
+bool Tracer::IsBreakpointTrap(Thread& t) {
+  // int3 raises SIGTRAP from the kernel (SI_KERNEL); kill(2) and friends cannot send that.
+  siginfo_t info;
+  return Ptrace(PTRACE_GETSIGINFO, t.tid, 0, &info) == 0 && info.si_signo == SIGTRAP &&
+         info.si_code == SI_KERNEL;
 }
 
 void Tracer::RestoreSignalInfo(Thread& t, int sig) {

@@ -53,6 +53,8 @@ class Tracer {
   void OnNewTask(Thread& parent, int event);
   void OnExec(pid_t tid);
   void OnGroupStop(Thread& t, int sig);
+  // Whether `t`'s SIGTRAP came from an int3 (a breakpoint), not from another process.
+  bool IsBreakpointTrap(Thread& t);
   void RestoreSignalInfo(Thread& t, int sig);
   void Resume(Thread& t, int sig = 0);
   void ForwardPendingSignals();

@@ -20,6 +20,10 @@ const char* EventName(EventKind kind) {
       return "close";
     case EventKind::kSignal:
       return "signal";
+    case EventKind::kCall:
+      return "call";
+    case EventKind::kReturn:
+      return "return";
   }
   return "?";
 }
@@ -34,6 +38,8 @@ const char* VariableName(Variable v) {
       return "count";
     case Variable::kDepth:
       return "depth";
+    case Variable::kResult:
+      return "result";
   }
   return "?";
 }
@@ -48,6 +54,8 @@ bool HasVariable(EventKind kind, Variable v) {
       return kind == EventKind::kExit || kind == EventKind::kSignal;
     case Variable::kCount:
       return kind == EventKind::kOpen || kind == EventKind::kClose;
+    case Variable::kResult:
+      return kind == EventKind::kReturn;
   }
   return false;
 }
@@ -80,6 +88,8 @@ int64_t Values::Of(Variable v) const {
       return count;
     case Variable::kDepth:
       return depth;
+    case Variable::kResult:
+      return result;
   }
   return 0;
 }

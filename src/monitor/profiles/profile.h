@@ -23,6 +23,7 @@ enum class Variable {
   kSignal,  // exit: the signal that killed it (0 when it exited); signal: the signal's number
   kCount,   // open, close: the process's descriptors open on the rule's files, after the event
   kDepth,   // every event: the process's depth in the traced tree (the command is 0)
+  kResult,  // return: the function's return value as a C int (the low 32 bits of rax)
 };
 
 enum class Compare { kEq, kNe, kLt, kLe, kGt, kGe };
@@ -38,13 +39,16 @@ struct Condition {
   std::vector<Comparison> all;
 };
 
-enum class EventKind { kExec, kExit, kOpen, kClose, kSignal };
+enum class EventKind { kExec, kExit, kOpen, kClose, kSignal, kCall, kReturn };
 
 struct Event {
   EventKind kind = EventKind::kExec;
   // exec: the program (a name matches the file name, a path the whole path); open, close: the
-  // file (absolute pattern, or a file name); "" matches any. Shell wildcards (fnmatch).
+  // file (absolute pattern, or a file name); call, return: the function's name; "" matches
+  // any. Shell wildcards (fnmatch).
   std::string pattern;
+  // call, return: the object (program or library) defining the function; "" matches any.
+  std::string object;
   // The program the process runs (for exec: the one it ran before, its parent's after a fork);
   // "" matches any.
   std::string program;
@@ -82,7 +86,7 @@ bool Holds(const Comparison& c, int64_t actual);
 
 // The values of an event's variables, as the monitor observed them.
 struct Values {
-  int64_t status = 0, signal = 0, count = 0, depth = 0;
+  int64_t status = 0, signal = 0, count = 0, depth = 0, result = 0;
   int64_t Of(Variable v) const;
 };
 bool Holds(const Condition& c, const Values& values);

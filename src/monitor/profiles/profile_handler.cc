@@ -1,17 +1,23 @@
 #include "monitor/profiles/profile_handler.h"
 
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <linux/openat2.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include "amino/amino.h"
 #include "monitor/host/host_context.h"
+#include "monitor/profiles/elf_symbols.h"
 #include "monitor/tracee_memory.h"
 
 namespace amino::monitor::profiles {
@@ -30,6 +36,16 @@ ProfileHandler::ProfileHandler(std::unique_ptr<CallHandler> inner, TxnControl& t
         key = static_cast<size_t>(it - files_.begin());
         if (it == files_.end()) files_.push_back(file);
         any_file_rules_ = true;
+      }
+      if (r.event.kind == EventKind::kCall || r.event.kind == EventKind::kReturn) {
+        const bool known = std::any_of(watched_.begin(), watched_.end(), [&](const Watched& w) {
+          return w.name == r.event.pattern && w.object == r.event.object;
+        });
+        if (!known) watched_.push_back({r.event.pattern, r.event.object});
+        if (std::find(watched_names_.begin(), watched_names_.end(), r.event.pattern) ==
+            watched_names_.end()) {
+          watched_names_.push_back(r.event.pattern);
+        }
       }
       keys.push_back(key);
     }
@@ -65,6 +81,18 @@ Decision ProfileHandler::OnEntry(Thread& t, SyscallRegs& call) {
     case SYS_openat2:
       if (any_file_rules_) return Open(t, call, static_cast<int>(call.arg(0)), call.arg(1));
       break;
+    case SYS_mmap:
+      if (!watched_.empty() && (call.arg(2) & PROT_EXEC) && !call.notified) {
+        // A library mapped executable (the dynamic loader, dlopen): its functions are searched
+        // at the call's exit.
+        Decision d = inner_->OnEntry(t, call);
+        if (d.kind == Decision::Kind::kPass || d.kind == Decision::Kind::kObserveExit) {
+          mapping_[t.tid] = d.kind == Decision::Kind::kObserveExit;
+          return Decision::ObserveExit();
+        }
+        return d;
+      }
+      break;
     case SYS_close:
     case SYS_close_range:
     case SYS_dup2:
@@ -81,6 +109,13 @@ Decision ProfileHandler::OnEntry(Thread& t, SyscallRegs& call) {
 }
 
 void ProfileHandler::OnExit(Thread& t, SyscallRegs& call) {
+  if (auto it = mapping_.find(t.tid); it != mapping_.end()) {
+    const bool inner_wants = it->second;
+    mapping_.erase(it);
+    if (inner_wants) inner_->OnExit(t, call);
+    if (call.result() >= 0 || call.result() < -4095) PlantNew(t);
+    return;
+  }
   inner_->OnExit(t, call);
   if (auto it = pending_.find(t.tid); it != pending_.end() && !it->second.parked) {
     PendingOpen p = std::move(it->second);
@@ -135,7 +170,9 @@ Decision ProfileHandler::Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t 
     p.fired = true;
     ProcState& s = StateOf(t);
     for (size_t k : p.keys) {
-      Happening h{EventKind::kOpen, p.path, s.program, {}, 0, writing, k};
+      Happening h = Make(EventKind::kOpen, p.path, s.program);
+      h.writing = writing;
+      h.key = k;
       h.values.count = CountOf(s, k) + 1;
       h.values.depth = s.depth;
       for (uint64_t id : Fire(t, h)) p.began.push_back(id);
@@ -189,7 +226,8 @@ void ProfileHandler::Closed(Thread& t) {
     const SessionFd gone = std::move(it->second);
     it = s.sessions.erase(it);
     for (size_t k : gone.keys) {
-      Happening h{EventKind::kClose, gone.path, s.program, {}, 0, false, k};
+      Happening h = Make(EventKind::kClose, gone.path, s.program);
+      h.key = k;
       h.values.count = CountOf(s, k);
       h.values.depth = s.depth;
       Fire(t, h);
@@ -207,21 +245,30 @@ void ProfileHandler::OnExec(Thread& t) {
   inner_->OnExec(t);
   ProcState& s = StateOf(t);
   // The other threads are gone (an exec by one of them continues under the leader's id).
+  for (pid_t other : s.threads) {
+    if (other != t.tid) frames_.erase(other);
+  }
   s.threads = {t.tid};
+  LeaveFrames(t, "its program was replaced by exec");
   pending_.erase(t.tid);
   if (!s.sessions.empty()) Closed(t);  // close-on-exec descriptors
   const std::string before = s.program;
   s.program =
       s.exec_path.empty() ? host::ReadLink("/proc/" + std::to_string(t.tid) + "/exe") : s.exec_path;
   s.exec_path.clear();
-  Happening h{EventKind::kExec, s.program, before, {}, 0, false, SIZE_MAX};
+  Happening h = Make(EventKind::kExec, s.program, before);
   h.values.depth = s.depth;
   Fire(t, h);
+  if (!watched_.empty()) {
+    spaces_[t.proc->tgid] = Space{};
+    PlantNew(t);
+  }
 }
 
 void ProfileHandler::OnProcessExit(Thread& t, int wait_status) {
+  LeaveFrames(t, "its thread ended");
   ProcState& s = StateOf(t);
-  Happening h{EventKind::kExit, s.program, s.program, {}, 0, false, SIZE_MAX};
+  Happening h = Make(EventKind::kExit, s.program, s.program);
   if (WIFSIGNALED(wait_status)) {
     h.values.signal = WTERMSIG(wait_status);
     h.values.status = 128 + h.values.signal;
@@ -232,12 +279,15 @@ void ProfileHandler::OnProcessExit(Thread& t, int wait_status) {
   Fire(t, h);
   while (!s.owned.empty()) {
     counts_[s.owned.back().profile].left_open++;
-    EndOwned(t, s, s.owned.size() - 1, false, "left open at exit");
+    EndOwned(t, s.owned, s.owned.size() - 1, false, "left open at exit");
   }
   inner_->OnProcessExit(t, wait_status);
 }
 
 void ProfileHandler::OnTaskExit(Thread& t) {
+  LeaveFrames(t, "its thread ended");
+  frames_.erase(t.tid);
+  mapping_.erase(t.tid);
   inner_->OnTaskExit(t);
   if (auto it = pending_.find(t.tid); it != pending_.end()) {
     const std::vector<uint64_t> began = it->second.began;
@@ -247,20 +297,19 @@ void ProfileHandler::OnTaskExit(Thread& t) {
   auto it = procs_.find(t.proc->tgid);
   if (it == procs_.end()) return;
   it->second.threads.erase(t.tid);
-  if (t.tid == t.proc->tgid) procs_.erase(it);
+  if (t.tid == t.proc->tgid) {
+    procs_.erase(it);
+    spaces_.erase(t.tid);
+  }
 }
 
 void ProfileHandler::OnSignal(Thread& t, int sig) {
   inner_->OnSignal(t, sig);
   ProcState& s = StateOf(t);
   const char* name = sigabbrev_np(sig);
-  Happening h{EventKind::kSignal,
-              std::string("SIG") + (name ? name : std::to_string(sig)),
-              s.program,
-              {},
-              sig,
-              false,
-              SIZE_MAX};
+  Happening h =
+      Make(EventKind::kSignal, std::string("SIG") + (name ? name : std::to_string(sig)), s.program);
+  h.signal = sig;
   h.values.signal = sig;
   h.values.depth = s.depth;
   Fire(t, h);
@@ -285,6 +334,20 @@ void ProfileHandler::OnNewTask(Thread& parent, Thread& child, bool thread) {
   cs.depth = depth;
   cs.program = program;
   cs.threads = {child.tid};
+  // The child's memory is a copy: its breakpoints, and the calls under way in the thread that
+  // forked, whose returns come back to a breakpoint in the child too (it ends nothing there).
+  if (auto sp = spaces_.find(parent.proc->tgid); sp != spaces_.end()) {
+    Space copy = sp->second;
+    spaces_[child.proc->tgid] = std::move(copy);
+  }
+  if (auto fr = frames_.find(parent.tid); fr != frames_.end()) {
+    std::vector<Frame> copies = fr->second;
+    for (Frame& f : copies) {
+      f.owned.clear();
+      f.inherited = true;
+    }
+    frames_[child.tid] = std::move(copies);
+  }
   for (auto it = kept_out.rbegin(); it != kept_out.rend(); ++it) txns_.Leave(child.tid, *it);
 }
 
@@ -317,6 +380,13 @@ bool ProfileHandler::Matches(const Rule& r, const Happening& h, size_t key) cons
       break;
     case EventKind::kExit:
       break;
+    case EventKind::kCall:
+    case EventKind::kReturn:
+      if (fnmatch(r.event.pattern.c_str(), h.subject.c_str(), 0) != 0 ||
+          !MatchesPath(r.event.object, h.object)) {
+        return false;
+      }
+      break;
   }
   return Holds(r.when, h.values);
 }
@@ -341,10 +411,11 @@ void ProfileHandler::Act(Thread& t, size_t profile, const Rule& r, const Action&
       commit = !Holds(a.condition, h.values);
       break;
   }
-  ProcState& s = StateOf(t);
-  for (size_t i = s.owned.size(); i-- > 0;) {
-    if (s.owned[i].profile != profile) continue;
-    EndOwned(t, s, i, commit, Describe(h) + " (" + r.where.ToString() + ")");
+  // A call's rules end what that call began; the others what the process owns.
+  std::vector<Owned>& owned = h.frame ? h.frame->owned : StateOf(t).owned;
+  for (size_t i = owned.size(); i-- > 0;) {
+    if (owned[i].profile != profile) continue;
+    EndOwned(t, owned, i, commit, Describe(h) + " (" + r.where.ToString() + ")");
     return;
   }
   // Nothing to end: the process owns no transaction of this profile (a child of the owner).
@@ -374,22 +445,28 @@ void ProfileHandler::Begin(Thread& t, size_t profile, const Rule& r, const Actio
     return;
   }
   const uint64_t id = static_cast<uint64_t>(r_id);
-  ProcState& s = StateOf(t);
-  s.owned.push_back({profile, id, a.private_});
   live_[id] = profile;
   began->push_back(id);
   counts_[profile].begins++;
-  // The process's other threads that were where this one was go in with it.
-  for (pid_t other : s.threads) {
-    if (other != t.tid && txns_.CurrentOf(other) == before) txns_.Join(other, id);
+  if (h.frame) {
+    // A call's transaction is its thread's alone.
+    h.frame->owned.push_back({profile, id, a.private_});
+  } else {
+    ProcState& s = StateOf(t);
+    s.owned.push_back({profile, id, a.private_});
+    // The process's other threads that were where this one was go in with it.
+    for (pid_t other : s.threads) {
+      if (other != t.tid && txns_.CurrentOf(other) == before) txns_.Join(other, id);
+    }
   }
   Trace(t, "profile " + name + ": begin transaction " + std::to_string(id) + " at " + cause);
 }
 
-void ProfileHandler::EndOwned(Thread& t, ProcState& s, size_t index, bool commit,
+void ProfileHandler::EndOwned(Thread& t, std::vector<Owned>& owned, size_t index, bool commit,
                               const std::string& cause) {
-  const Owned o = s.owned[index];
-  s.owned.erase(s.owned.begin() + static_cast<std::ptrdiff_t>(index));
+  const Owned o = owned[index];
+  owned.erase(owned.begin() + static_cast<std::ptrdiff_t>(index));
+  const ProcState& s = StateOf(t);
   live_.erase(o.id);
   const std::string& name = profiles_[o.profile].name;
   const long r = txns_.End(o.id, commit);
@@ -430,6 +507,145 @@ void ProfileHandler::Undo(Thread& t, const std::vector<uint64_t>& began) {
   }
 }
 
+void ProfileHandler::LeaveFrame(Thread& t, Frame& f, const std::string& how) {
+  while (!f.owned.empty()) {
+    counts_[f.owned.back().profile].left_open++;
+    EndOwned(t, f.owned, f.owned.size() - 1, false, "a call of a watched function " + how);
+  }
+}
+
+void ProfileHandler::LeaveFrames(Thread& t, const std::string& how) {
+  auto it = frames_.find(t.tid);
+  if (it == frames_.end()) return;
+  std::vector<Frame> frames = std::move(it->second);
+  frames_.erase(it);
+  for (auto f = frames.rbegin(); f != frames.rend(); ++f) LeaveFrame(t, *f, how);
+}
+
+bool ProfileHandler::OnBreakpoint(Thread& t) {
+  auto sp = spaces_.find(t.proc->tgid);
+  if (sp == spaces_.end()) return false;
+  user_regs_struct regs;
+  if (ptrace(PTRACE_GETREGS, t.tid, 0, &regs) != 0) return false;
+  const uint64_t addr = regs.rip - 1;
+  auto site = sp->second.sites.find(addr);
+  if (site == sp->second.sites.end()) return false;
+  const Breakpoint bp = site->second;
+  const std::string symbol = sp->second.symbol[addr];
+  const std::string object = sp->second.object[addr];
+  ProcState& s = StateOf(t);
+  std::vector<Frame>& frames = frames_[t.tid];
+  for (size_t i = frames.size(); i-- > 0;) {
+    if (frames[i].entry != addr || frames[i].entry_rsp + 8 != regs.rsp) continue;
+    // The return of call i. Calls begun after it and still open were left by a longjmp.
+    while (frames.size() > i + 1) {
+      LeaveFrame(t, frames.back(), "was left without returning (longjmp)");
+      frames.pop_back();
+    }
+    Frame f = std::move(frames.back());
+    frames.pop_back();
+    return_hits_++;
+    regs.rip = f.return_to;
+    if (ptrace(PTRACE_SETREGS, t.tid, 0, &regs) != 0) return true;
+    if (f.inherited) return true;
+    Happening h = Make(EventKind::kReturn, symbol, s.program);
+    h.object = object;
+    h.values.result = static_cast<int32_t>(regs.rax & 0xffffffff);
+    h.values.depth = s.depth;
+    h.frame = &f;
+    Fire(t, h);
+    LeaveFrame(t, f, "ended with no rule ending its transaction");
+    return true;
+  }
+  // A call. Calls whose frames are not below this one's were left without returning.
+  call_hits_++;
+  while (!frames.empty() && frames.back().entry_rsp <= regs.rsp) {
+    LeaveFrame(t, frames.back(), "was left without returning (longjmp)");
+    frames.pop_back();
+  }
+  Frame f;
+  f.function = bp.function;
+  f.entry = addr;
+  f.entry_rsp = regs.rsp;
+  if (ReadMemory(*t.proc, regs.rsp, &f.return_to, sizeof f.return_to) != 0 ||
+      WriteMemory(*t.proc, regs.rsp, &addr, sizeof addr) != 0 || StepOver(*t.proc, bp, regs) != 0 ||
+      ptrace(PTRACE_SETREGS, t.tid, 0, &regs) != 0) {
+    return true;  // the thread is gone
+  }
+  frames.push_back(std::move(f));
+  Happening h = Make(EventKind::kCall, symbol, s.program);
+  h.object = object;
+  h.values.depth = s.depth;
+  h.frame = &frames.back();
+  Fire(t, h);
+  return true;
+}
+
+void ProfileHandler::PlantNew(Thread& t) {
+  Space& space = spaces_[t.proc->tgid];
+  // Objects mapped executable, by path: where the mapping of their offset 0 starts.
+  std::ifstream maps("/proc/" + std::to_string(t.proc->tgid) + "/maps");
+  std::map<std::string, uint64_t> base;
+  std::set<std::string> executable;
+  std::string line;
+  while (std::getline(maps, line)) {
+    std::istringstream in(line);
+    std::string range, perms, offset, dev, inode, path;
+    in >> range >> perms >> offset >> dev >> inode;
+    std::getline(in >> std::ws, path);
+    if (path.empty() || path[0] != '/') continue;
+    const uint64_t start = std::stoull(range.substr(0, range.find('-')), nullptr, 16);
+    if (std::stoull(offset, nullptr, 16) == 0 && !base.count(path)) base[path] = start;
+    if (perms.size() > 2 && perms[2] == 'x') executable.insert(path);
+  }
+  for (const std::string& path : executable) {
+    auto b = base.find(path);
+    if (b == base.end()) continue;
+    const std::string key = path + "@" + std::to_string(b->second);
+    if (!space.searched.insert(key).second) continue;
+    bool wanted = false;
+    for (const Watched& w : watched_) wanted = wanted || MatchesPath(w.object, path);
+    if (!wanted) continue;
+    ElfFunctions elf;
+    std::string error;
+    if (!ReadElfFunctions(path, watched_names_, &elf, &error)) continue;
+    const uint64_t bias = b->second - elf.first_load;
+    for (const auto& [name, value] : elf.functions) {
+      size_t index = SIZE_MAX;
+      for (size_t i = 0; i < watched_.size() && index == SIZE_MAX; ++i) {
+        if (fnmatch(watched_[i].name.c_str(), name.c_str(), 0) == 0 &&
+            MatchesPath(watched_[i].object, path)) {
+          index = i;
+        }
+      }
+      if (index == SIZE_MAX) continue;
+      Breakpoint bp;
+      bp.addr = bias + value;
+      bp.function = index;
+      if (space.sites.count(bp.addr)) continue;
+      uint8_t code[16];
+      std::string why;
+      if (ReadMemory(*t.proc, bp.addr, code, sizeof code) != 0 ||
+          !DecodeStep(code, sizeof code, &bp, &why)) {
+        if (unwatchable_.insert(name + "@" + path).second) {
+          std::fprintf(stderr,
+                       "amino: cannot watch function %s in %s: %s; rules on its calls and "
+                       "returns do nothing there\n",
+                       name.c_str(), path.c_str(),
+                       why.empty() ? "its code cannot be read" : why.c_str());
+        }
+        continue;
+      }
+      if (Plant(*t.proc, &bp) != 0) continue;
+      space.sites[bp.addr] = bp;
+      planted_++;
+      space.symbol[bp.addr] = name;
+      space.object[bp.addr] = path;
+      Trace(t, "breakpoint at " + name + " in " + path);
+    }
+  }
+}
+
 std::string ProfileHandler::Describe(const Happening& h) const {
   std::string text = EventName(h.kind);
   switch (h.kind) {
@@ -440,6 +656,11 @@ std::string ProfileHandler::Describe(const Happening& h) const {
       return text + " " + h.subject + " (count " + std::to_string(h.values.count) + ")";
     case EventKind::kSignal:
       return text + " " + h.subject;
+    case EventKind::kCall:
+      return text + " of " + h.subject + " in " + h.object;
+    case EventKind::kReturn:
+      return text + " of " + h.subject + " in " + h.object + " with result " +
+             std::to_string(h.values.result);
     case EventKind::kExit:
       if (h.values.signal)
         return text + " of " + h.subject + " killed by signal " + std::to_string(h.values.signal);
@@ -456,6 +677,12 @@ void ProfileHandler::Trace(const Thread& t, const std::string& text) {
 
 void ProfileHandler::PrintStats(FILE* out) const {
   inner_->PrintStats(out);
+  if (!watched_.empty()) {
+    std::fprintf(
+        out, "amino: profiles: %llu breakpoints placed, %llu calls and %llu returns caught\n",
+        static_cast<unsigned long long>(planted_), static_cast<unsigned long long>(call_hits_),
+        static_cast<unsigned long long>(return_hits_));
+  }
   for (size_t p = 0; p < profiles_.size(); ++p) {
     const Counts& c = counts_[p];
     std::fprintf(

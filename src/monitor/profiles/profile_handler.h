@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "monitor/call_handler.h"
+#include "monitor/profiles/breakpoints.h"
 #include "monitor/profiles/profile.h"
 #include "monitor/txn_control.h"
 
@@ -35,6 +36,7 @@ class ProfileHandler : public CallHandler {
   void OnProcessExit(Thread& t, int wait_status) override;
   void OnTaskExit(Thread& t) override;
   void OnSignal(Thread& t, int sig) override;
+  bool OnBreakpoint(Thread& t) override;
   void OnNewTask(Thread& parent, Thread& child, bool thread) override;
   void Finish() override { inner_->Finish(); }
   void PrintStats(FILE* out) const override;
@@ -62,6 +64,28 @@ class ProfileHandler : public CallHandler {
     std::string path;                // as opened
     std::set<size_t> keys;           // the rule keys (files_) whose pattern it matched
   };
+  // A call of a watched function under way in a thread: its return comes back to the
+  // function's breakpoint (the return address was replaced by it), with the stack pointer just
+  // above where it was at entry.
+  struct Frame {
+    size_t function = 0;
+    uint64_t entry = 0;        // the breakpoint: the function's entry, and where it returns to
+    uint64_t entry_rsp = 0;    // at entry (pointing at the return address)
+    uint64_t return_to = 0;    // the real return address
+    std::vector<Owned> owned;  // transactions its call rules began, innermost last
+    bool inherited = false;    // a forked child's copy of its parent's call: nothing to end
+  };
+  // A watched function: a name pattern and an object pattern of call and return rules.
+  struct Watched {
+    std::string name, object;
+  };
+  // Breakpoints of one address space, and the objects already searched for watched functions.
+  struct Space {
+    std::map<uint64_t, Breakpoint> sites;
+    std::map<uint64_t, std::string> symbol;  // by site: the function's name
+    std::map<uint64_t, std::string> object;  // by site: the object's path
+    std::set<std::string> searched;          // "PATH@BASE"
+  };
   struct ProcState {
     int depth = 0;
     std::string program;       // the path of its last exec, as the program named it
@@ -84,14 +108,23 @@ class ProfileHandler : public CallHandler {
   };
   // Something that happened, with the values its conditions see.
   struct Happening {
-    EventKind kind;
+    EventKind kind = EventKind::kExec;
     std::string subject;  // the program (exec, exit) or file (open, close), or the signal
     std::string program;  // the program the process runs (before the exec, for exec)
     Values values;
     int signal = 0;
     bool writing = false;
-    size_t key = SIZE_MAX;  // open, close: the rule key the count is for
+    size_t key = SIZE_MAX;   // open, close: the rule key the count is for
+    std::string object;      // call, return: the object defining the function
+    Frame* frame = nullptr;  // call, return: the call's frame (its transactions)
   };
+  static Happening Make(EventKind kind, std::string subject, std::string program) {
+    Happening h;
+    h.kind = kind;
+    h.subject = std::move(subject);
+    h.program = std::move(program);
+    return h;
+  }
 
   ProcState& StateOf(const Thread& t);
   // Runs the first rule of each profile that matches; returns the transactions it began.
@@ -101,8 +134,16 @@ class ProfileHandler : public CallHandler {
            std::vector<uint64_t>* began);
   void Begin(Thread& t, size_t profile, const Rule& r, const Action& a, const Happening& h,
              std::vector<uint64_t>* began);
-  // Commits or aborts s.owned[index] (of `t`'s process) and reports how it ended.
-  void EndOwned(Thread& t, ProcState& s, size_t index, bool commit, const std::string& cause);
+  // Commits or aborts owned[index] (of `t`'s process or one of its calls) and reports how it
+  // ended.
+  void EndOwned(Thread& t, std::vector<Owned>& owned, size_t index, bool commit,
+                const std::string& cause);
+  // Aborts what a call begun and never ended (the thread left it another way, or ended).
+  void LeaveFrame(Thread& t, Frame& f, const std::string& how);
+  void LeaveFrames(Thread& t, const std::string& how);
+  // Searches the objects mapped executable in `t`'s address space for watched functions not
+  // searched yet and plants breakpoints at them.
+  void PlantNew(Thread& t);
   // Aborts, as if never begun, the transactions an open's rules began when it did not happen.
   void Undo(Thread& t, const std::vector<uint64_t>& began);
   static int64_t CountOf(const ProcState& s, size_t key);
@@ -125,6 +166,15 @@ class ProfileHandler : public CallHandler {
   std::unordered_map<pid_t, PendingOpen> pending_;  // by tid
   std::unordered_map<uint64_t, size_t> live_;       // transactions begun, by id: their profile
   std::vector<Counts> counts_;
+  std::vector<Watched> watched_;
+  std::vector<std::string> watched_names_;
+  std::unordered_map<pid_t, Space> spaces_;               // by tgid
+  std::unordered_map<pid_t, std::vector<Frame>> frames_;  // by tid, innermost last
+  std::unordered_map<pid_t, bool> mapping_;  // exec mmaps under way: whether the inner handler
+                                             // asked for the exit too
+  std::set<std::string> unwatchable_;        // reported once each
+  // --stats: breakpoints placed, and their hits as calls and as returns.
+  uint64_t planted_ = 0, call_hits_ = 0, return_hits_ = 0;
 };
 
 }  // namespace amino::monitor::profiles

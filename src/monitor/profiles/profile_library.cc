@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <map>
+#include <sstream>
 
 #include "monitor/host/host_context.h"
 
@@ -46,11 +48,35 @@ std::vector<std::string> ProfileDirs() {
 
 Parsed FindProfile(const std::string& spec) {
   if (spec.find('/') != std::string::npos || spec.ends_with(".profile")) return ReadProfile(spec);
+  // NAME:ARG: profile NAME with ${ARG} standing for ARG (per-function:update).
+  const size_t colon = spec.find(':');
+  const std::string name = spec.substr(0, colon);
   const std::vector<std::string> dirs = ProfileDirs();
   for (const std::string& dir : dirs) {
-    const std::string path = dir + "/" + spec + ".profile";
+    const std::string path = dir + "/" + name + ".profile";
     struct stat st;
-    if (stat(path.c_str(), &st) == 0) return ReadProfile(path);
+    if (stat(path.c_str(), &st) != 0) continue;
+    if (colon == std::string::npos) return ReadProfile(path);
+    const std::string arg = spec.substr(colon + 1);
+    Parsed template_ = ReadProfile(path);
+    if (!template_.ok()) return template_;
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    std::string body = text.str();
+    if (body.find("${ARG}") == std::string::npos) {
+      Parsed wrong;
+      wrong.errors.push_back("profile '" + name + "' takes no argument (" + spec + ")");
+      return wrong;
+    }
+    if (arg.empty() || arg.find_first_of(" \t\"#,=!<>") != std::string::npos) {
+      Parsed wrong;
+      wrong.errors.push_back("'" + arg + "' cannot stand for ${ARG} in profile '" + name +
+                             "' (a name without blanks, quotes or operators)");
+      return wrong;
+    }
+    for (size_t at; (at = body.find("${ARG}")) != std::string::npos;) body.replace(at, 6, arg);
+    return ParseProfile(body, path, spec);
   }
   Parsed missing;
   std::string where;

@@ -203,7 +203,9 @@ class LineParser {
 
   std::string ParseEvent(Event* e) {
     const Token& t = Peek();
-    if (t.kind != Token::Kind::kWord) return Expected("an event (exec, exit, open, close, signal)");
+    if (t.kind != Token::Kind::kWord) {
+      return Expected("an event (exec, exit, open, close, signal, call, return)");
+    }
     if (t.text == "exec") {
       e->kind = EventKind::kExec;
       Next();
@@ -240,7 +242,22 @@ class LineParser {
       Next();
       return "";
     }
-    return Expected("an event (exec, exit, open, close, signal)");
+    if (t.text == "call" || t.text == "return") {
+      e->kind = t.text == "call" ? EventKind::kCall : EventKind::kReturn;
+      Next();
+      if (!PatternAhead() || PeekWord("in")) return Expected("a function name");
+      e->pattern = Next().text;
+      if (e->pattern.empty()) return Fail(Peek(), "an empty function name");
+      if (PeekWord("in")) {
+        Next();
+        if (!PatternAhead()) return Expected("a program or library pattern after 'in'");
+        if (std::string err = ParsePattern(EventKind::kExec, &e->object); !err.empty()) {
+          return err;
+        }
+      }
+      return "";
+    }
+    return Expected("an event (exec, exit, open, close, signal, call, return)");
   }
 
   static int SignalNumber(std::string name) {
@@ -256,17 +273,17 @@ class LineParser {
     for (;;) {
       Comparison cmp;
       const Token& var = Peek();
-      if (var.kind != Token::Kind::kWord) return Expected("status, signal, count or depth");
+      if (var.kind != Token::Kind::kWord) return Expected("status, signal, count, depth or result");
       std::optional<Variable> v;
-      for (Variable each :
-           {Variable::kStatus, Variable::kSignal, Variable::kCount, Variable::kDepth}) {
+      for (Variable each : {Variable::kStatus, Variable::kSignal, Variable::kCount,
+                            Variable::kDepth, Variable::kResult}) {
         if (var.text == VariableName(each)) v = each;
       }
-      if (!v) return Expected("status, signal, count or depth");
+      if (!v) return Expected("status, signal, count, depth or result");
       if (!HasVariable(kind, *v)) {
         return Fail(var, std::string("'") + VariableName(*v) + "' has no value at " +
                              EventName(kind) + " (status: exit; signal: exit, signal; count: " +
-                             "open, close; depth: every event)");
+                             "open, close; result: return; depth: every event)");
       }
       cmp.variable = *v;
       Next();

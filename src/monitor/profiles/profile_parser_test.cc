@@ -259,7 +259,7 @@ struct BadLine {
 TEST(ProfileParserTest, EachErrorNamesItsLineAndColumn) {
   const std::vector<BadLine> table = {
       {"on start do begin", 4,
-       "expected an event (exec, exit, open, close, signal), found 'start'"},
+       "expected an event (exec, exit, open, close, signal, call, return), found 'start'"},
       {"on exit commit", 9, "expected 'by', 'when' or 'do', found 'commit'"},
       {"on exec by make commit", 17, "expected 'when' or 'do', found 'commit'"},
       {"on exit when depth > 1 commit", 24, "expected 'and' or 'do', found 'commit'"},
@@ -268,6 +268,12 @@ TEST(ProfileParserTest, EachErrorNamesItsLineAndColumn) {
       {"on exit do commit-if count == 0", 22, "'count' has no value at exit"},
       {"on exec when signal > 0 do begin", 14, "'signal' has no value at exec"},
       {"on signal FOO do abort", 11, "unknown signal 'FOO'"},
+      {"on call do begin", 9, "expected a function name, found 'do'"},
+      {"on return in libc.so.6 do commit", 11, "expected a function name, found 'in'"},
+      {"on call f in do begin", 14, "expected a program or library pattern after 'in'"},
+      {"on call f in lib/x.so do begin", 14, "a program pattern is an absolute path"},
+      {"on call f when result > 0 do begin", 16, "'result' has no value at call"},
+      {"on exit when result == 0 do abort", 14, "'result' has no value at exit"},
       {"on signal do abort", 11, "expected a signal name (TERM, SIGINT, ...), found 'do'"},
       {"on signal KILL do abort", 11, "SIGKILL and SIGSTOP reach a process before anyone"},
       {"on exec bin/tar do begin", 9, "a program pattern is an absolute path or a program name"},
@@ -281,8 +287,9 @@ TEST(ProfileParserTest, EachErrorNamesItsLineAndColumn) {
       {"on exit when status = 0 do abort", 21, "unknown operator '='"},
       {"on exit when status ! 0 do abort", 21, "unknown operator '!'"},
       {"on exit when status === 0 do abort", 23, "unknown operator '='"},
-      {"on exit when bogus == 0 do abort", 14, "expected status, signal, count or depth"},
-      {"on exit when depth > 0 and do abort", 28, "expected status, signal, count or depth"},
+      {"on exit when bogus == 0 do abort", 14, "expected status, signal, count, depth or result"},
+      {"on exit when depth > 0 and do abort", 28,
+       "expected status, signal, count, depth or result"},
       {"on exec \"tar do begin", 9, "unterminated string"},
       {"description \"ends with \\\"", 13, "unterminated string"},
       {"on open a/b do begin", 9, "a file pattern is an absolute path or a file name, not 'a/b'"},
@@ -335,9 +342,10 @@ TEST(ProfileParserTest, EveryBadLineIsReportedOnce) {
       "on exec do begin, begin, \"x\n";       // 10: bad
   const Parsed p = ParseProfile(text, "many", "many");
   const std::vector<std::string> expected = {
-      "many:3:4: expected an event (exec, exit, open, close, signal), found 'nothing'",
+      "many:3:4: expected an event (exec, exit, open, close, signal, call, return), found "
+      "'nothing'",
       "many:6:14: 'status' has no value at open (status: exit; signal: exit, signal; count: "
-      "open, close; depth: every event)",
+      "open, close; result: return; depth: every event)",
       "many:8:20: expected the end of the line, found 'junk'",
       "many:10:26: unterminated string (a string ends with '\"' on the same line)",
   };
@@ -465,12 +473,16 @@ TEST(ProfileSemanticsTest, ConditionHoldsWhenAllComparisonsDo) {
 TEST(ProfileSemanticsTest, HasVariable) {
   struct Case {
     EventKind kind;
-    bool status, signal, count, depth;
+    bool status, signal, count, depth, result;
   };
   const Case cases[] = {
-      {EventKind::kExec, false, false, false, true},  {EventKind::kExit, true, true, false, true},
-      {EventKind::kOpen, false, false, true, true},   {EventKind::kClose, false, false, true, true},
-      {EventKind::kSignal, false, true, false, true},
+      {EventKind::kExec, false, false, false, true, false},
+      {EventKind::kExit, true, true, false, true, false},
+      {EventKind::kOpen, false, false, true, true, false},
+      {EventKind::kClose, false, false, true, true, false},
+      {EventKind::kSignal, false, true, false, true, false},
+      {EventKind::kCall, false, false, false, true, false},
+      {EventKind::kReturn, false, false, false, true, true},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(EventName(c.kind));
@@ -478,6 +490,7 @@ TEST(ProfileSemanticsTest, HasVariable) {
     EXPECT_EQ(HasVariable(c.kind, Variable::kSignal), c.signal);
     EXPECT_EQ(HasVariable(c.kind, Variable::kCount), c.count);
     EXPECT_EQ(HasVariable(c.kind, Variable::kDepth), c.depth);
+    EXPECT_EQ(HasVariable(c.kind, Variable::kResult), c.result);
   }
 }
 
@@ -554,7 +567,10 @@ std::string CheckParse(const std::string& text, bool* accepted = nullptr) {
     if ((kind == EventKind::kSignal) != (r.event.signal != 0)) return where + "a stray signal";
     if (r.event.signal < 0 || r.event.signal >= 32) return where + "a signal out of range";
     if (r.event.writing && !file_event) return where + "'write' on an event without files";
-    if (!file_event && kind != EventKind::kExec && !r.event.pattern.empty()) {
+    const bool function_event = kind == EventKind::kCall || kind == EventKind::kReturn;
+    if (function_event && r.event.pattern.empty()) return where + "a function event without name";
+    if (!function_event && !r.event.object.empty()) return where + "'in' on an event without it";
+    if (!file_event && !function_event && kind != EventKind::kExec && !r.event.pattern.empty()) {
       return where + "a pattern on an event without one";
     }
     if (file_event && !r.event.pattern.empty() && r.event.pattern[0] != '/' &&
@@ -587,6 +603,11 @@ const std::vector<std::string>& FuzzTokens() {
                                                   "do",
                                                   "when",
                                                   "by",
+                                                  "in",
+                                                  "call",
+                                                  "return",
+                                                  "result",
+                                                  "${ARG}",
                                                   "and",
                                                   "\"",
                                                   "\\\"",
