@@ -468,7 +468,7 @@ void Tracer::OnExec(pid_t tid) {
 
 bool Tracer::IsBreakpointTrap(Thread& t) {
   // int3 raises SIGTRAP from the kernel (SI_KERNEL); kill(2) and friends cannot send that.
-  siginfo_t info;
+  siginfo_t info{};
   return Ptrace(PTRACE_GETSIGINFO, t.tid, 0, &info) == 0 && info.si_signo == SIGTRAP &&
          info.si_code == SI_KERNEL;
 }

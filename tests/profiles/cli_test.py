@@ -7,6 +7,7 @@
   run      `amino run --profile` with an unknown name, a bad file, or --emulate=host: exit 2
            with the reason, and the command never runs
   trace    --trace prints the begin and commit of a whole-program run with the rule's place
+  unfound  a per-function profile naming a function no program has says so at the end
 """
 
 import os
@@ -72,6 +73,12 @@ def body(args, scratch):
             raise pc.Failure("--trace should show %r:\n%s" % (
                 line, "\n".join(l for l in text.splitlines() if "profile" in l)))
     pc.say("trace: begin and commit shown with their events and rules")
+
+    rc, out, err = fs.run(["true"], ["per-function:no_such_function"], check=False)
+    if rc != 0 or "no function matching 'no_such_function' was found" not in err:
+        raise pc.Failure("a per-function profile on a function nobody defines should say so; "
+                         "amino run exited %d with stderr %r" % (rc, err))
+    pc.say("unfound: a function no program defines is reported")
 
 
 if __name__ == "__main__":

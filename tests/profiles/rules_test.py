@@ -6,6 +6,9 @@ run with no profile, which must leave what the profile run must not.
                   still open: f is not there (control: it is)
   session-closed  `file-session`: the same shell closes descriptor 3 before it is killed: f is
                   there, whole
+  session-dup     `file-session`: the shell moves f's descriptor to stdout (dup2 then close of
+                  3), writes and is killed: the file stays open through stdout, so f is not
+                  there (control: it is)
   signal          `on signal USR1 do abort`: a shell writes a, sends itself USR1 (it traps
                   it), writes b, exits 0: b is there, a is not (control: both)
   private         `begin private` at depth 0: the shell's child process writes c outside the
@@ -15,6 +18,9 @@ run with no profile, which must leave what the profile run must not.
   nested          `begin nested` at every exec, commit-if at exit: a child exiting 1 leaves
                   nothing, a sibling exiting 0 commits into the shell's transaction, which
                   commits at its exit 0: only the sibling's file is there
+  cp              `cp`: cp -r of a tree that fails on one entry (a directory over a file the
+                  destination has) after copying others: the destination is as before
+                  (control: the other entries are copied)
   threads         `whole-program` on a Python program whose second thread writes t and whose
                   exit status is 1: t is not there (a thread of the owner is in its transaction)
 """
@@ -62,6 +68,10 @@ def body(args, scratch):
           "exec 3>{d}/f; echo data >&3; exec 3>&-; " + kill_self,
           {"f": b"data\n"}, {"f": b"data\n"}, status=-9)
 
+    check(fs, "session-dup", ["file-session"],
+          "exec 3>{d}/f; exec 1>&3; exec 3>&-; echo data; " + kill_self, {}, {"f": b"data\n"},
+          status=-9)
+
     signal_profile = write_profile(scratch, "usr1", """\
         # A process's work is aborted when it receives SIGUSR1.
         on exec when depth == 0 do begin
@@ -87,6 +97,17 @@ def body(args, scratch):
     check(fs, "nested", [nested_profile],
           "sh -c 'echo X > {d}/x; exit 1'; sh -c 'echo Y > {d}/y'; exit 0", {"y": b"Y\n"},
           {"x": b"X\n", "y": b"Y\n"}, status=0)
+
+    src = scratch.sub("cp-source")
+    with open(os.path.join(src, "a"), "w") as f:
+        f.write("A\n")
+    os.makedirs(os.path.join(src, "b"))
+    with open(os.path.join(src, "b", "c"), "w") as f:
+        f.write("C\n")
+    with open(os.path.join(src, "z"), "w") as f:
+        f.write("Z\n")
+    check(fs, "cp", ["cp"], "echo old > {d}/b && cp -r %s/. {d}" % src, {"b": b"old\n"},
+          {"a": b"A\n", "b": b"old\n", "z": b"Z\n"}, status=1)
 
     threaded = os.path.join(scratch.path, "threaded.py")
     with open(threaded, "w") as f:

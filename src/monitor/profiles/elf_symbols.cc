@@ -29,13 +29,13 @@ bool ReadElfFunctions(const std::string& path, const std::vector<std::string>& p
     *error = path + ": not an ELF object";
   } else {
     bool found_load = false;
+    const uint64_t page = ~static_cast<uint64_t>(getpagesize() - 1);
     for (size_t i = 0; i < phnum; ++i) {
       GElf_Phdr ph;
-      if (gelf_getphdr(elf, static_cast<int>(i), &ph) && ph.p_type == PT_LOAD) {
-        out->first_load = ph.p_vaddr & ~static_cast<uint64_t>(getpagesize() - 1);
-        found_load = true;
-        break;
-      }
+      if (!gelf_getphdr(elf, static_cast<int>(i), &ph) || ph.p_type != PT_LOAD) continue;
+      if (!found_load) out->first_load = ph.p_vaddr & page;
+      found_load = true;
+      out->loads.emplace_back(ph.p_offset & page, ph.p_vaddr & page);
     }
     Elf_Scn* scn = nullptr;
     while ((scn = elf_nextscn(elf, scn)) != nullptr) {
@@ -54,7 +54,8 @@ bool ReadElfFunctions(const std::string& path, const std::vector<std::string>& p
           continue;
         }
         const char* name = elf_strptr(elf, sh.sh_link, sym.st_name);
-        if (!name || !*name) continue;
+        // Parts of a function the compiler moved away (foo.cold) are jumped into, not called.
+        if (!name || !*name || std::strstr(name, ".cold")) continue;
         for (const std::string& p : patterns) {
           if (fnmatch(p.c_str(), name, 0) == 0) {
             out->functions.emplace(name, sym.st_value);

@@ -14,6 +14,9 @@ struct ElfFunctions {
   // The object's first loadable segment's address, page-aligned: the load bias of a mapping
   // is where that segment was mapped minus this.
   uint64_t first_load = 0;
+  // Each loadable segment's file offset and address, both page-aligned: a mapping of the file
+  // at offset O that is segment (O, V) has its load bias at (mapping start - V).
+  std::vector<std::pair<uint64_t, uint64_t>> loads;
   // Defined functions whose names match one of the patterns asked for: name -> address in
   // the object (before the load bias). A name defined twice (.symtab and .dynsym) keeps one.
   std::map<std::string, uint64_t> functions;

@@ -169,14 +169,11 @@ Decision ProfileHandler::Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t 
     if (p.keys.empty()) return inner_->OnEntry(t, call);
     p.fired = true;
     ProcState& s = StateOf(t);
-    for (size_t k : p.keys) {
-      Happening h = Make(EventKind::kOpen, p.path, s.program);
-      h.writing = writing;
-      h.key = k;
-      h.values.count = CountOf(s, k) + 1;
-      h.values.depth = s.depth;
-      for (uint64_t id : Fire(t, h)) p.began.push_back(id);
-    }
+    Happening h = Make(EventKind::kOpen, p.path, s.program);
+    h.writing = writing;
+    for (size_t k : p.keys) h.counts[k] = CountOf(s, k) + 1;
+    h.values.depth = s.depth;
+    p.began = Fire(t, h);
   }
   p.before.clear();
   for (const auto& [fd, f] : t.proc->fds->files) p.before[fd] = f.get();
@@ -204,10 +201,11 @@ void ProfileHandler::Opened(Thread& t, PendingOpen& p) {
     std::string path;
     bool writing = false;
     if (!txns_.ServedPath(t, fd, &path, &writing)) continue;
-    SessionFd& session = StateOf(t).sessions[fd];
-    session.file = f.get();
+    Session session;
+    session.file = f;
     session.path = p.path;
     session.keys.insert(p.keys.begin(), p.keys.end());
+    StateOf(t).sessions.push_back(std::move(session));
     return;
   }
   // Failed, or not a file of a mount: not counted, and what its rules began did not happen.
@@ -217,40 +215,45 @@ void ProfileHandler::Opened(Thread& t, PendingOpen& p) {
 void ProfileHandler::Closed(Thread& t) {
   ProcState& s = StateOf(t);
   const auto& files = t.proc->fds->files;
-  for (auto it = s.sessions.begin(); it != s.sessions.end();) {
-    auto now = files.find(it->first);
-    if (now != files.end() && now->second.get() == it->second.file) {
-      ++it;
+  for (size_t i = 0; i < s.sessions.size();) {
+    const std::shared_ptr<OpenFile> file = s.sessions[i].file.lock();
+    const bool open = file && std::any_of(files.begin(), files.end(),
+                                          [&](const auto& entry) { return entry.second == file; });
+    if (open) {
+      ++i;
       continue;
     }
-    const SessionFd gone = std::move(it->second);
-    it = s.sessions.erase(it);
-    for (size_t k : gone.keys) {
-      Happening h = Make(EventKind::kClose, gone.path, s.program);
-      h.key = k;
-      h.values.count = CountOf(s, k);
-      h.values.depth = s.depth;
-      Fire(t, h);
-    }
+    const Session gone = std::move(s.sessions[i]);
+    s.sessions.erase(s.sessions.begin() + static_cast<std::ptrdiff_t>(i));
+    Happening h = Make(EventKind::kClose, gone.path, s.program);
+    for (size_t k : gone.keys) h.counts[k] = CountOf(s, k);
+    h.values.depth = s.depth;
+    Fire(t, h);
   }
 }
 
 int64_t ProfileHandler::CountOf(const ProcState& s, size_t key) {
   int64_t n = 0;
-  for (const auto& [fd, session] : s.sessions) n += session.keys.count(key);
+  for (const Session& session : s.sessions) n += static_cast<int64_t>(session.keys.count(key));
   return n;
 }
 
 void ProfileHandler::OnExec(Thread& t) {
   inner_->OnExec(t);
   ProcState& s = StateOf(t);
-  // The other threads are gone (an exec by one of them continues under the leader's id).
-  for (pid_t other : s.threads) {
-    if (other != t.tid) frames_.erase(other);
-  }
+  // The other threads are gone (an exec by one of them continues under the leader's id): the
+  // calls under way in any of them are over, and so are opens they were waiting in.
+  const std::set<pid_t> threads = s.threads;
   s.threads = {t.tid};
-  LeaveFrames(t, "its program was replaced by exec");
-  pending_.erase(t.tid);
+  for (pid_t tid : threads) {
+    if (auto it = pending_.find(tid); it != pending_.end()) {
+      const std::vector<uint64_t> began = it->second.began;
+      pending_.erase(it);
+      Undo(t, began);
+    }
+    mapping_.erase(tid);
+  }
+  for (pid_t tid : threads) LeaveFrames(t, tid, "its program was replaced by exec");
   if (!s.sessions.empty()) Closed(t);  // close-on-exec descriptors
   const std::string before = s.program;
   s.program =
@@ -266,7 +269,7 @@ void ProfileHandler::OnExec(Thread& t) {
 }
 
 void ProfileHandler::OnProcessExit(Thread& t, int wait_status) {
-  LeaveFrames(t, "its thread ended");
+  LeaveFrames(t, t.tid, "its thread ended");
   ProcState& s = StateOf(t);
   Happening h = Make(EventKind::kExit, s.program, s.program);
   if (WIFSIGNALED(wait_status)) {
@@ -285,7 +288,7 @@ void ProfileHandler::OnProcessExit(Thread& t, int wait_status) {
 }
 
 void ProfileHandler::OnTaskExit(Thread& t) {
-  LeaveFrames(t, "its thread ended");
+  LeaveFrames(t, t.tid, "its thread ended");
   frames_.erase(t.tid);
   mapping_.erase(t.tid);
   inner_->OnTaskExit(t);
@@ -341,8 +344,8 @@ void ProfileHandler::OnNewTask(Thread& parent, Thread& child, bool thread) {
     spaces_[child.proc->tgid] = std::move(copy);
   }
   if (auto fr = frames_.find(parent.tid); fr != frames_.end()) {
-    std::vector<Frame> copies = fr->second;
-    for (Frame& f : copies) {
+    Calls copies = fr->second;
+    for (Frame& f : copies.live) {
       f.owned.clear();
       f.inherited = true;
     }
@@ -356,15 +359,23 @@ std::vector<uint64_t> ProfileHandler::Fire(Thread& t, const Happening& h) {
   for (size_t p = 0; p < profiles_.size(); ++p) {
     const std::vector<Rule>& rules = profiles_[p].rules;
     for (size_t i = 0; i < rules.size(); ++i) {
-      if (!Matches(rules[i], h, rule_keys_[p][i])) continue;
-      for (const Action& a : rules[i].actions) Act(t, p, rules[i], a, h, &began);
+      // An open or close is seen by each rule with the count of that rule's files.
+      Happening seen = h;
+      const size_t key = rule_keys_[p][i];
+      if (key != SIZE_MAX) {
+        auto count = h.counts.find(key);
+        if (count == h.counts.end()) continue;
+        seen.values.count = count->second;
+      }
+      if (!Matches(rules[i], seen)) continue;
+      for (const Action& a : rules[i].actions) Act(t, p, rules[i], a, seen, &began);
       break;
     }
   }
   return began;
 }
 
-bool ProfileHandler::Matches(const Rule& r, const Happening& h, size_t key) const {
+bool ProfileHandler::Matches(const Rule& r, const Happening& h) const {
   if (r.event.kind != h.kind) return false;
   if (!MatchesPath(r.event.program, h.program)) return false;
   switch (h.kind) {
@@ -373,8 +384,7 @@ bool ProfileHandler::Matches(const Rule& r, const Happening& h, size_t key) cons
       break;
     case EventKind::kOpen:
     case EventKind::kClose:
-      if (key != h.key) return false;
-      break;
+      break;  // the rule's files were matched by Fire
     case EventKind::kSignal:
       if (r.event.signal != h.signal) return false;
       break;
@@ -411,8 +421,9 @@ void ProfileHandler::Act(Thread& t, size_t profile, const Rule& r, const Action&
       commit = !Holds(a.condition, h.values);
       break;
   }
-  // A call's rules end what that call began; the others what the process owns.
-  std::vector<Owned>& owned = h.frame ? h.frame->owned : StateOf(t).owned;
+  // A return's rules end what that call began; the others what the process owns.
+  std::vector<Owned>& owned =
+      h.frame && h.kind == EventKind::kReturn ? h.frame->owned : StateOf(t).owned;
   for (size_t i = owned.size(); i-- > 0;) {
     if (owned[i].profile != profile) continue;
     EndOwned(t, owned, i, commit, Describe(h) + " (" + r.where.ToString() + ")");
@@ -470,8 +481,21 @@ void ProfileHandler::EndOwned(Thread& t, std::vector<Owned>& owned, size_t index
   live_.erase(o.id);
   const std::string& name = profiles_[o.profile].name;
   const long r = txns_.End(o.id, commit);
-  if (r == -ENOENT) return;  // ended already (by the system, or the program itself)
-  if (r < 0) {
+  if (r == -ENOENT) {
+    // Ended already: with the transaction around it (a profile's of another scope), or by
+    // the program's own libamino calls. What a commit here was meant to keep is gone.
+    if (commit) {
+      counts_[o.profile].lost++;
+      std::fprintf(stderr,
+                   "amino: profile %s: transaction %llu of process %d (%s) had already ended "
+                   "(with the transaction it was nested in, or by the program) when %s: "
+                   "nothing it did remains\n",
+                   name.c_str(), static_cast<unsigned long long>(o.id),
+                   static_cast<int>(t.proc->tgid), s.program.c_str(), cause.c_str());
+    }
+    return;
+  }
+  if (r < 0 && !(r == -AMINO_EABORTED && !commit)) {
     counts_[o.profile].refused++;
     std::fprintf(
         stderr,
@@ -514,10 +538,10 @@ void ProfileHandler::LeaveFrame(Thread& t, Frame& f, const std::string& how) {
   }
 }
 
-void ProfileHandler::LeaveFrames(Thread& t, const std::string& how) {
-  auto it = frames_.find(t.tid);
+void ProfileHandler::LeaveFrames(Thread& t, pid_t tid, const std::string& how) {
+  auto it = frames_.find(tid);
   if (it == frames_.end()) return;
-  std::vector<Frame> frames = std::move(it->second);
+  std::vector<Frame> frames = std::move(it->second.live);
   frames_.erase(it);
   for (auto f = frames.rbegin(); f != frames.rend(); ++f) LeaveFrame(t, *f, how);
 }
@@ -534,14 +558,20 @@ bool ProfileHandler::OnBreakpoint(Thread& t) {
   const std::string symbol = sp->second.symbol[addr];
   const std::string object = sp->second.object[addr];
   ProcState& s = StateOf(t);
-  std::vector<Frame>& frames = frames_[t.tid];
+  Calls& calls = frames_[t.tid];
+  std::vector<Frame>& frames = calls.live;
+  // Moves the innermost call under way to the calls left, aborting what it began.
+  auto leave_innermost = [&] {
+    LeaveFrame(t, frames.back(), "was left without returning (longjmp)");
+    frames.back().owned.clear();
+    calls.left.push_back(std::move(frames.back()));
+    frames.pop_back();
+    if (calls.left.size() > kLeftKept) calls.left.erase(calls.left.begin());
+  };
   for (size_t i = frames.size(); i-- > 0;) {
     if (frames[i].entry != addr || frames[i].entry_rsp + 8 != regs.rsp) continue;
     // The return of call i. Calls begun after it and still open were left by a longjmp.
-    while (frames.size() > i + 1) {
-      LeaveFrame(t, frames.back(), "was left without returning (longjmp)");
-      frames.pop_back();
-    }
+    while (frames.size() > i + 1) leave_innermost();
     Frame f = std::move(frames.back());
     frames.pop_back();
     return_hits_++;
@@ -557,18 +587,33 @@ bool ProfileHandler::OnBreakpoint(Thread& t) {
     LeaveFrame(t, f, "ended with no rule ending its transaction");
     return true;
   }
-  // A call. Calls whose frames are not below this one's were left without returning.
-  call_hits_++;
-  while (!frames.empty() && frames.back().entry_rsp <= regs.rsp) {
-    LeaveFrame(t, frames.back(), "was left without returning (longjmp)");
-    frames.pop_back();
+  for (auto l = calls.left.begin(); l != calls.left.end(); ++l) {
+    if (l->entry != addr || l->entry_rsp + 8 != regs.rsp) continue;
+    // The return of a call judged left: it goes on where it was called from.
+    regs.rip = l->return_to;
+    calls.left.erase(l);
+    return_hits_++;
+    ptrace(PTRACE_SETREGS, t.tid, 0, &regs);
+    return true;
   }
+  // A call.
+  uint64_t return_to = 0;
+  if (ReadMemory(*t.proc, regs.rsp, &return_to, sizeof return_to) != 0) return true;
+  // Calls whose frames are above this one's were left without returning; one at the same
+  // place was too, unless its own replaced return address is what this call returns to (a
+  // tail call: it returns when this one does).
+  while (!frames.empty() &&
+         (frames.back().entry_rsp < regs.rsp ||
+          (frames.back().entry_rsp == regs.rsp && return_to != frames.back().entry))) {
+    leave_innermost();
+  }
+  call_hits_++;
   Frame f;
   f.function = bp.function;
   f.entry = addr;
   f.entry_rsp = regs.rsp;
-  if (ReadMemory(*t.proc, regs.rsp, &f.return_to, sizeof f.return_to) != 0 ||
-      WriteMemory(*t.proc, regs.rsp, &addr, sizeof addr) != 0 || StepOver(*t.proc, bp, regs) != 0 ||
+  f.return_to = return_to;
+  if (WriteMemory(*t.proc, regs.rsp, &addr, sizeof addr) != 0 || StepOver(*t.proc, bp, regs) != 0 ||
       ptrace(PTRACE_SETREGS, t.tid, 0, &regs) != 0) {
     return true;  // the thread is gone
   }
@@ -583,46 +628,72 @@ bool ProfileHandler::OnBreakpoint(Thread& t) {
 
 void ProfileHandler::PlantNew(Thread& t) {
   Space& space = spaces_[t.proc->tgid];
-  // Objects mapped executable, by path: where the mapping of their offset 0 starts.
+  // The executable mappings of files: where each starts and ends, and its file offset.
+  struct Exec {
+    std::string path;
+    uint64_t start, end, offset;
+  };
+  std::vector<Exec> execs;
   std::ifstream maps("/proc/" + std::to_string(t.proc->tgid) + "/maps");
-  std::map<std::string, uint64_t> base;
-  std::set<std::string> executable;
   std::string line;
   while (std::getline(maps, line)) {
     std::istringstream in(line);
     std::string range, perms, offset, dev, inode, path;
     in >> range >> perms >> offset >> dev >> inode;
     std::getline(in >> std::ws, path);
-    if (path.empty() || path[0] != '/') continue;
-    const uint64_t start = std::stoull(range.substr(0, range.find('-')), nullptr, 16);
-    if (std::stoull(offset, nullptr, 16) == 0 && !base.count(path)) base[path] = start;
-    if (perms.size() > 2 && perms[2] == 'x') executable.insert(path);
+    if (path.empty() || path[0] != '/' || perms.size() < 3 || perms[2] != 'x') continue;
+    const size_t dash = range.find('-');
+    execs.push_back({path, std::stoull(range.substr(0, dash), nullptr, 16),
+                     std::stoull(range.substr(dash + 1), nullptr, 16),
+                     std::stoull(offset, nullptr, 16)});
   }
-  for (const std::string& path : executable) {
-    auto b = base.find(path);
-    if (b == base.end()) continue;
-    const std::string key = path + "@" + std::to_string(b->second);
-    if (!space.searched.insert(key).second) continue;
+  // Breakpoints in code no longer mapped there (dlclose) are forgotten, and the objects
+  // searched with them: mapped again, they are searched again.
+  for (auto it = space.sites.begin(); it != space.sites.end();) {
+    const bool mapped = std::any_of(execs.begin(), execs.end(), [&](const Exec& e) {
+      return e.path == space.object[it->first] && it->first >= e.start && it->first < e.end;
+    });
+    if (mapped) {
+      ++it;
+      continue;
+    }
+    const std::string gone = space.object[it->first] + "@";
+    std::erase_if(space.searched, [&](const std::string& key) { return key.rfind(gone, 0) == 0; });
+    space.symbol.erase(it->first);
+    space.object.erase(it->first);
+    it = space.sites.erase(it);
+  }
+  for (const Exec& e : execs) {
+    const std::string& path = e.path;
+    const std::string key = path + "@" + std::to_string(e.start) + "@" + std::to_string(e.offset);
+    if (space.searched.count(key)) continue;
     bool wanted = false;
     for (const Watched& w : watched_) wanted = wanted || MatchesPath(w.object, path);
     if (!wanted) continue;
+    space.searched.insert(key);
     ElfFunctions elf;
     std::string error;
     if (!ReadElfFunctions(path, watched_names_, &elf, &error)) continue;
-    const uint64_t bias = b->second - elf.first_load;
+    // The segment this mapping is gives the load bias.
+    auto segment = std::find_if(elf.loads.begin(), elf.loads.end(),
+                                [&](const auto& l) { return l.first == e.offset; });
+    if (segment == elf.loads.end()) continue;
+    const uint64_t bias = e.start - segment->second;
     for (const auto& [name, value] : elf.functions) {
       size_t index = SIZE_MAX;
-      for (size_t i = 0; i < watched_.size() && index == SIZE_MAX; ++i) {
+      for (size_t i = 0; i < watched_.size(); ++i) {
         if (fnmatch(watched_[i].name.c_str(), name.c_str(), 0) == 0 &&
             MatchesPath(watched_[i].object, path)) {
-          index = i;
+          if (index == SIZE_MAX) index = i;
+          found_.insert(i);
         }
       }
       if (index == SIZE_MAX) continue;
       Breakpoint bp;
       bp.addr = bias + value;
       bp.function = index;
-      if (space.sites.count(bp.addr)) continue;
+      // Only in this very mapping (another one of the file, as data, is not the code).
+      if (bp.addr < e.start || bp.addr >= e.end || space.sites.count(bp.addr)) continue;
       uint8_t code[16];
       std::string why;
       if (ReadMemory(*t.proc, bp.addr, code, sizeof code) != 0 ||
@@ -675,6 +746,19 @@ void ProfileHandler::Trace(const Thread& t, const std::string& text) {
   std::fflush(trace_);
 }
 
+void ProfileHandler::Finish() {
+  inner_->Finish();
+  // A misspelt function name would otherwise leave a profile doing nothing without a word.
+  for (size_t i = 0; i < watched_.size(); ++i) {
+    if (found_.count(i)) continue;
+    std::fprintf(stderr,
+                 "amino: no function matching '%s'%s%s was found in the programs and libraries "
+                 "run: the profile rules on it never applied\n",
+                 watched_[i].name.c_str(), watched_[i].object.empty() ? "" : " in ",
+                 watched_[i].object.c_str());
+  }
+}
+
 void ProfileHandler::PrintStats(FILE* out) const {
   inner_->PrintStats(out);
   if (!watched_.empty()) {
@@ -688,11 +772,12 @@ void ProfileHandler::PrintStats(FILE* out) const {
     std::fprintf(
         out,
         "amino: profile %s: %llu begun (%llu times already inside one), %llu committed, "
-        "%llu aborted (%llu left open at exit), %llu aborted by the system\n",
+        "%llu aborted (%llu left open), %llu aborted by the system, %llu ended with an outer "
+        "one\n",
         profiles_[p].name.c_str(), static_cast<unsigned long long>(c.begins),
         static_cast<unsigned long long>(c.inside), static_cast<unsigned long long>(c.commits),
         static_cast<unsigned long long>(c.aborts), static_cast<unsigned long long>(c.left_open),
-        static_cast<unsigned long long>(c.refused));
+        static_cast<unsigned long long>(c.refused), static_cast<unsigned long long>(c.lost));
   }
 }
 

@@ -38,7 +38,7 @@ class ProfileHandler : public CallHandler {
   void OnSignal(Thread& t, int sig) override;
   bool OnBreakpoint(Thread& t) override;
   void OnNewTask(Thread& parent, Thread& child, bool thread) override;
-  void Finish() override { inner_->Finish(); }
+  void Finish() override;
   void PrintStats(FILE* out) const override;
   bool NeedsStop(long nr) const override { return inner_->NeedsStop(nr); }
   long OnForeignCall(Thread& t, const ForeignCall& call) override {
@@ -58,11 +58,13 @@ class ProfileHandler : public CallHandler {
     uint64_t id = 0;
     bool private_ = false;
   };
-  // A served descriptor a process opened on files some open or close rule names.
-  struct SessionFd {
-    const OpenFile* file = nullptr;  // what the descriptor stood for when opened
-    std::string path;                // as opened
-    std::set<size_t> keys;           // the rule keys (files_) whose pattern it matched
+  // An open file description a process opened on files some open or close rule names: open
+  // while any descriptor of the process refers to it (dup2 onto stdout and close of the
+  // original keeps it open, as the file stays open).
+  struct Session {
+    std::weak_ptr<OpenFile> file;
+    std::string path;       // as opened
+    std::set<size_t> keys;  // the rule keys (files_) whose pattern it matched
   };
   // A call of a watched function under way in a thread: its return comes back to the
   // function's breakpoint (the return address was replaced by it), with the stack pointer just
@@ -91,7 +93,7 @@ class ProfileHandler : public CallHandler {
     std::string program;       // the path of its last exec, as the program named it
     std::string exec_path;     // the path of the exec under way
     std::vector<Owned> owned;  // innermost last
-    std::map<int, SessionFd> sessions;
+    std::vector<Session> sessions;
     std::set<pid_t> threads;
   };
   // An open whose outcome is not known yet, and the transactions its rules began.
@@ -104,7 +106,7 @@ class ProfileHandler : public CallHandler {
     bool parked = false;       // it waits: asked again later
   };
   struct Counts {
-    uint64_t begins = 0, inside = 0, commits = 0, aborts = 0, refused = 0, left_open = 0;
+    uint64_t begins = 0, inside = 0, commits = 0, aborts = 0, refused = 0, left_open = 0, lost = 0;
   };
   // Something that happened, with the values its conditions see.
   struct Happening {
@@ -114,7 +116,8 @@ class ProfileHandler : public CallHandler {
     Values values;
     int signal = 0;
     bool writing = false;
-    size_t key = SIZE_MAX;   // open, close: the rule key the count is for
+    // open, close: the rule keys the file matches, and the count of each after the event.
+    std::map<size_t, int64_t> counts;
     std::string object;      // call, return: the object defining the function
     Frame* frame = nullptr;  // call, return: the call's frame (its transactions)
   };
@@ -129,7 +132,7 @@ class ProfileHandler : public CallHandler {
   ProcState& StateOf(const Thread& t);
   // Runs the first rule of each profile that matches; returns the transactions it began.
   std::vector<uint64_t> Fire(Thread& t, const Happening& h);
-  bool Matches(const Rule& r, const Happening& h, size_t key) const;
+  bool Matches(const Rule& r, const Happening& h) const;
   void Act(Thread& t, size_t profile, const Rule& r, const Action& a, const Happening& h,
            std::vector<uint64_t>* began);
   void Begin(Thread& t, size_t profile, const Rule& r, const Action& a, const Happening& h,
@@ -140,7 +143,7 @@ class ProfileHandler : public CallHandler {
                 const std::string& cause);
   // Aborts what a call begun and never ended (the thread left it another way, or ended).
   void LeaveFrame(Thread& t, Frame& f, const std::string& how);
-  void LeaveFrames(Thread& t, const std::string& how);
+  void LeaveFrames(Thread& t, pid_t tid, const std::string& how);
   // Searches the objects mapped executable in `t`'s address space for watched functions not
   // searched yet and plants breakpoints at them.
   void PlantNew(Thread& t);
@@ -168,11 +171,20 @@ class ProfileHandler : public CallHandler {
   std::vector<Counts> counts_;
   std::vector<Watched> watched_;
   std::vector<std::string> watched_names_;
-  std::unordered_map<pid_t, Space> spaces_;               // by tgid
-  std::unordered_map<pid_t, std::vector<Frame>> frames_;  // by tid, innermost last
+  std::unordered_map<pid_t, Space> spaces_;  // by tgid
+  // Calls under way in a thread (innermost last), and calls judged left (by longjmp, or a
+  // stack switch) whose return may still come back to a breakpoint: it is sent on to the real
+  // return address, never taken for a new call.
+  struct Calls {
+    std::vector<Frame> live;
+    std::vector<Frame> left;  // the latest kLeftKept
+  };
+  static constexpr size_t kLeftKept = 64;
+  std::unordered_map<pid_t, Calls> frames_;  // by tid
   std::unordered_map<pid_t, bool> mapping_;  // exec mmaps under way: whether the inner handler
                                              // asked for the exit too
   std::set<std::string> unwatchable_;        // reported once each
+  std::set<size_t> found_;                   // watched functions found in some object
   // --stats: breakpoints placed, and their hits as calls and as returns.
   uint64_t planted_ = 0, call_hits_ = 0, return_hits_ = 0;
 };

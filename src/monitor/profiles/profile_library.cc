@@ -56,14 +56,19 @@ Parsed FindProfile(const std::string& spec) {
     const std::string path = dir + "/" + name + ".profile";
     struct stat st;
     if (stat(path.c_str(), &st) != 0) continue;
-    if (colon == std::string::npos) return ReadProfile(path);
-    const std::string arg = spec.substr(colon + 1);
     Parsed template_ = ReadProfile(path);
     if (!template_.ok()) return template_;
     std::ifstream in(path, std::ios::binary);
     std::ostringstream text;
     text << in.rdbuf();
     std::string body = text.str();
+    if (colon == std::string::npos) {
+      if (body.find("${ARG}") == std::string::npos) return template_;
+      Parsed wrong;
+      wrong.errors.push_back("profile '" + name + "' needs an argument: " + name + ":NAME");
+      return wrong;
+    }
+    const std::string arg = spec.substr(colon + 1);
     if (body.find("${ARG}") == std::string::npos) {
       Parsed wrong;
       wrong.errors.push_back("profile '" + name + "' takes no argument (" + spec + ")");

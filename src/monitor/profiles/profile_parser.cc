@@ -165,7 +165,14 @@ class LineParser {
     Next();
     for (;;) {
       Action a;
+      const Token& at = Peek();
       if (std::string e = ParseAction(rule.event.kind, &a); !e.empty()) return e;
+      if (a.private_ &&
+          (rule.event.kind == EventKind::kCall || rule.event.kind == EventKind::kReturn)) {
+        return Fail(at,
+                    "'begin private' at a function's call or return: a call's transaction "
+                    "is its thread's own already");
+      }
       rule.actions.push_back(std::move(a));
       if (Peek().kind != Token::Kind::kComma) break;
       Next();

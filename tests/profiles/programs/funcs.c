@@ -38,6 +38,18 @@ __attribute__((noinline)) int rec(int n) {
   return n == 2 ? -1 : 0;
 }
 
+// tail_outer(name, result) ends by jumping to update(): a tail call, so update() returns
+// straight to tail_outer's caller.
+int tail_outer(const char* name, int result);
+__asm__(
+    ".globl tail_outer\n"
+    ".type tail_outer, @function\n"
+    "tail_outer:\n"
+    "  push %rbp\n"
+    "  pop %rbp\n"
+    "  jmp update\n"
+    ".size tail_outer, .-tail_outer\n");
+
 static jmp_buf back;
 
 // Writes its file, then leaves by longjmp.
@@ -88,7 +100,7 @@ __attribute__((noinline)) int forker(const char* name, int exec_child, int resul
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    fprintf(stderr, "usage: funcs basic|recursive|threads|longjmp|fork|library DIR\n");
+    fprintf(stderr, "usage: funcs basic|recursive|threads|longjmp|fork|tailcall|library DIR\n");
     return 2;
   }
   dir = argv[2];
@@ -119,6 +131,9 @@ int main(int argc, char** argv) {
       return 1;
     }
     return 0;
+  }
+  if (strcmp(mode, "tailcall") == 0) {
+    return tail_outer("tc", 0) == 0 && tail_outer("td", -1) == -1 ? 0 : 1;
   }
   if (strcmp(mode, "library") == 0) {
     return lib_update(dir, "l0", 0) == 0 && lib_update(dir, "l1", -1) == -1 ? 0 : 1;
