@@ -88,16 +88,8 @@ long TxnManager::Commit(pid_t tid) {
   for (auto& weak : txn->children) {
     if (auto child = weak.lock(); child && child->state != UserTxn::State::kEnded) return -EBUSY;
   }
-  schema::Status st = CommitOne(*txn);
-  if (!st.ok()) {
-    // A commit that fails has aborted the transaction (Berkeley DB resolves the handle).
-    txn->AbortTree(UserTxn::State::kEnded);
-    Unlink(txn);
-    return st.is_conflict() ? -AMINO_EABORTED : -EIO;
-  }
-  txn->state = UserTxn::State::kEnded;
-  Unlink(txn);
-  return depth;
+  const long r = CommitAndUnlink(txn);
+  return r < 0 ? r : depth;
 }
 
 long TxnManager::Abort(pid_t tid) {
@@ -149,8 +141,13 @@ long TxnManager::End(uint64_t id, bool commit) {
     Unlink(txn);  // aborts it
     return 0;
   }
+  return CommitAndUnlink(txn);
+}
+
+long TxnManager::CommitAndUnlink(const std::shared_ptr<UserTxn>& txn) {
   schema::Status st = CommitOne(*txn);
   if (!st.ok()) {
+    // A commit that fails has aborted the transaction (Berkeley DB resolves the handle).
     txn->AbortTree(UserTxn::State::kEnded);
     Unlink(txn);
     return st.is_conflict() ? -AMINO_EABORTED : -EIO;

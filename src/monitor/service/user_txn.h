@@ -123,6 +123,9 @@ class TxnManager {
   void Unlink(const std::shared_ptr<UserTxn>& txn);
   schema::Status Bind(UserTxn& txn, MountFs& m);
   schema::Status CommitOne(UserTxn& txn);
+  // Commits `txn` (its nested ones ended) and takes every thread out of it: 0, or -errno
+  // (AMINO_EABORTED for a conflict) with the transaction aborted.
+  long CommitAndUnlink(const std::shared_ptr<UserTxn>& txn);
   bool DeadlockAmongWaiters(MountFs& m, UserTxn** victim);
   void Prune();
 
