@@ -7,6 +7,10 @@
 // every thread of the owner is in it, and processes it starts later too unless the rule said
 // `private`. Commit and abort end the owner's innermost transaction of that profile; a
 // transaction its owner leaves open at exit is aborted after the exit rules ran.
+//
+// Files: profile_handler.cc (calls on their way, process events, --trace, --stats),
+// profile_rules.cc (running rules; begin and end), profile_sessions.cc (opens and closes),
+// profile_functions.cc (breakpoints; calls and returns of watched functions).
 #pragma once
 
 #include <cstdio>

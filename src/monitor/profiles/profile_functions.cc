@@ -1,0 +1,206 @@
+// ProfileHandler: call and return events of watched functions. Breakpoints are planted at
+// the functions an exec or a library mapping brings (PlantNew); a stop at one is a call, or
+// the return of a call under way, whose return address was replaced by the breakpoint's
+// (OnBreakpoint).
+#include <fnmatch.h>
+#include <sys/ptrace.h>
+#include <sys/user.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "monitor/profiles/elf_symbols.h"
+#include "monitor/profiles/profile_handler.h"
+#include "monitor/tracee_memory.h"
+
+namespace amino::monitor::profiles {
+
+void ProfileHandler::LeaveFrame(Thread& t, Frame& f, const std::string& how) {
+  while (!f.owned.empty()) {
+    counts_[f.owned.back().profile].left_open++;
+    EndOwned(t, f.owned, f.owned.size() - 1, false, "a call of a watched function " + how);
+  }
+}
+
+void ProfileHandler::LeaveFrames(Thread& t, pid_t tid, const std::string& how) {
+  auto it = frames_.find(tid);
+  if (it == frames_.end()) return;
+  std::vector<Frame> frames = std::move(it->second.live);
+  frames_.erase(it);
+  for (auto f = frames.rbegin(); f != frames.rend(); ++f) LeaveFrame(t, *f, how);
+}
+
+bool ProfileHandler::OnBreakpoint(Thread& t) {
+  auto sp = spaces_.find(t.proc->tgid);
+  if (sp == spaces_.end()) return false;
+  user_regs_struct regs;
+  if (ptrace(PTRACE_GETREGS, t.tid, 0, &regs) != 0) return false;
+  const uint64_t addr = regs.rip - 1;
+  auto site = sp->second.sites.find(addr);
+  if (site == sp->second.sites.end()) return false;
+  const Breakpoint bp = site->second;
+  const std::string symbol = sp->second.symbol[addr];
+  const std::string object = sp->second.object[addr];
+  ProcState& s = StateOf(t);
+  Calls& calls = frames_[t.tid];
+  std::vector<Frame>& frames = calls.live;
+  // Moves the innermost call under way to the calls left, aborting what it began.
+  auto leave_innermost = [&] {
+    LeaveFrame(t, frames.back(), "was left without returning (longjmp)");
+    frames.back().owned.clear();
+    calls.left.push_back(std::move(frames.back()));
+    frames.pop_back();
+    if (calls.left.size() > kLeftKept) calls.left.erase(calls.left.begin());
+  };
+  for (size_t i = frames.size(); i-- > 0;) {
+    if (frames[i].entry != addr || frames[i].entry_rsp + 8 != regs.rsp) continue;
+    // The return of call i. Calls begun after it and still open were left by a longjmp.
+    while (frames.size() > i + 1) leave_innermost();
+    Frame f = std::move(frames.back());
+    frames.pop_back();
+    return_hits_++;
+    regs.rip = f.return_to;
+    if (ptrace(PTRACE_SETREGS, t.tid, 0, &regs) != 0) return true;
+    if (f.inherited) return true;
+    Happening h = Make(EventKind::kReturn, symbol, s.program);
+    h.object = object;
+    h.values.result = static_cast<int32_t>(regs.rax & 0xffffffff);
+    h.values.depth = s.depth;
+    h.frame = &f;
+    Fire(t, h);
+    LeaveFrame(t, f, "ended with no rule ending its transaction");
+    return true;
+  }
+  for (auto l = calls.left.begin(); l != calls.left.end(); ++l) {
+    if (l->entry != addr || l->entry_rsp + 8 != regs.rsp) continue;
+    // The return of a call judged left: it goes on where it was called from.
+    regs.rip = l->return_to;
+    calls.left.erase(l);
+    return_hits_++;
+    ptrace(PTRACE_SETREGS, t.tid, 0, &regs);
+    return true;
+  }
+  // A call.
+  uint64_t return_to = 0;
+  if (ReadMemory(*t.proc, regs.rsp, &return_to, sizeof return_to) != 0) return true;
+  // Calls whose frames are above this one's were left without returning; one at the same
+  // place was too, unless its own replaced return address is what this call returns to (a
+  // tail call: it returns when this one does).
+  while (!frames.empty() &&
+         (frames.back().entry_rsp < regs.rsp ||
+          (frames.back().entry_rsp == regs.rsp && return_to != frames.back().entry))) {
+    leave_innermost();
+  }
+  call_hits_++;
+  Frame f;
+  f.function = bp.function;
+  f.entry = addr;
+  f.entry_rsp = regs.rsp;
+  f.return_to = return_to;
+  if (WriteMemory(*t.proc, regs.rsp, &addr, sizeof addr) != 0 || StepOver(*t.proc, bp, regs) != 0 ||
+      ptrace(PTRACE_SETREGS, t.tid, 0, &regs) != 0) {
+    return true;  // the thread is gone
+  }
+  frames.push_back(std::move(f));
+  Happening h = Make(EventKind::kCall, symbol, s.program);
+  h.object = object;
+  h.values.depth = s.depth;
+  h.frame = &frames.back();
+  Fire(t, h);
+  return true;
+}
+
+void ProfileHandler::PlantNew(Thread& t) {
+  Space& space = spaces_[t.proc->tgid];
+  // The executable mappings of files: where each starts and ends, and its file offset.
+  struct Exec {
+    std::string path;
+    uint64_t start, end, offset;
+  };
+  std::vector<Exec> execs;
+  std::ifstream maps("/proc/" + std::to_string(t.proc->tgid) + "/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    std::istringstream in(line);
+    std::string range, perms, offset, dev, inode, path;
+    in >> range >> perms >> offset >> dev >> inode;
+    std::getline(in >> std::ws, path);
+    if (path.empty() || path[0] != '/' || perms.size() < 3 || perms[2] != 'x') continue;
+    const size_t dash = range.find('-');
+    execs.push_back({path, std::stoull(range.substr(0, dash), nullptr, 16),
+                     std::stoull(range.substr(dash + 1), nullptr, 16),
+                     std::stoull(offset, nullptr, 16)});
+  }
+  // Breakpoints in code no longer mapped there (dlclose) are forgotten, and the objects
+  // searched with them: mapped again, they are searched again.
+  for (auto it = space.sites.begin(); it != space.sites.end();) {
+    const bool mapped = std::any_of(execs.begin(), execs.end(), [&](const Exec& e) {
+      return e.path == space.object[it->first] && it->first >= e.start && it->first < e.end;
+    });
+    if (mapped) {
+      ++it;
+      continue;
+    }
+    const std::string gone = space.object[it->first] + "@";
+    std::erase_if(space.searched, [&](const std::string& key) { return key.rfind(gone, 0) == 0; });
+    space.symbol.erase(it->first);
+    space.object.erase(it->first);
+    it = space.sites.erase(it);
+  }
+  for (const Exec& e : execs) {
+    const std::string& path = e.path;
+    const std::string key = path + "@" + std::to_string(e.start) + "@" + std::to_string(e.offset);
+    if (space.searched.count(key)) continue;
+    bool wanted = false;
+    for (const Watched& w : watched_) wanted = wanted || MatchesPath(w.object, path);
+    if (!wanted) continue;
+    space.searched.insert(key);
+    ElfFunctions elf;
+    std::string error;
+    if (!ReadElfFunctions(path, watched_names_, &elf, &error)) continue;
+    // The segment this mapping is gives the load bias.
+    auto segment = std::find_if(elf.loads.begin(), elf.loads.end(),
+                                [&](const auto& l) { return l.first == e.offset; });
+    if (segment == elf.loads.end()) continue;
+    const uint64_t bias = e.start - segment->second;
+    for (const auto& [name, value] : elf.functions) {
+      size_t index = SIZE_MAX;
+      for (size_t i = 0; i < watched_.size(); ++i) {
+        if (fnmatch(watched_[i].name.c_str(), name.c_str(), 0) == 0 &&
+            MatchesPath(watched_[i].object, path)) {
+          if (index == SIZE_MAX) index = i;
+          found_.insert(i);
+        }
+      }
+      if (index == SIZE_MAX) continue;
+      Breakpoint bp;
+      bp.addr = bias + value;
+      bp.function = index;
+      // Only in this very mapping (another one of the file, as data, is not the code).
+      if (bp.addr < e.start || bp.addr >= e.end || space.sites.count(bp.addr)) continue;
+      uint8_t code[16];
+      std::string why;
+      if (ReadMemory(*t.proc, bp.addr, code, sizeof code) != 0 ||
+          !DecodeStep(code, sizeof code, &bp, &why)) {
+        if (unwatchable_.insert(name + "@" + path).second) {
+          std::fprintf(stderr,
+                       "amino: cannot watch function %s in %s: %s; rules on its calls and "
+                       "returns do nothing there\n",
+                       name.c_str(), path.c_str(),
+                       why.empty() ? "its code cannot be read" : why.c_str());
+        }
+        continue;
+      }
+      if (Plant(*t.proc, &bp) != 0) continue;
+      space.sites[bp.addr] = bp;
+      planted_++;
+      space.symbol[bp.addr] = name;
+      space.object[bp.addr] = path;
+      Trace(t, "breakpoint at " + name + " in " + path);
+    }
+  }
+}
+
+}  // namespace amino::monitor::profiles
