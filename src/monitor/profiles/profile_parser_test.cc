@@ -183,8 +183,8 @@ TEST(ShippedProfilesTest, EveryShippedProfileParses) {
 TEST(ShippedProfilesTest, TheDocumentedProfilesAreShipped) {
   std::set<std::string> names;
   for (const std::filesystem::path& file : ShippedFiles()) names.insert(file.stem().string());
-  for (const char* documented :
-       {"whole-program", "file-session", "per-command", "make", "tar", "tar-members", "cp"}) {
+  for (const char* documented : {"whole-program", "file-session", "per-command", "make", "tar",
+                                 "tar-members", "cp", "procmail", "per-function"}) {
     EXPECT_TRUE(names.count(documented)) << documented;
   }
 }
