@@ -17,8 +17,8 @@ import profiles_common as pc
 
 mc = pc.mc
 
-SHIPPED = ["cp", "file-session", "make", "per-command", "per-function", "procmail", "tar",
-           "tar-members", "whole-program"]
+SHIPPED = ["cp", "file-session", "make", "passwd-tools", "per-command", "per-function",
+           "procmail", "tar", "tar-members", "whole-program"]
 
 
 def body(args, scratch):

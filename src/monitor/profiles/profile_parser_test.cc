@@ -184,7 +184,7 @@ TEST(ShippedProfilesTest, TheDocumentedProfilesAreShipped) {
   std::set<std::string> names;
   for (const std::filesystem::path& file : ShippedFiles()) names.insert(file.stem().string());
   for (const char* documented : {"whole-program", "file-session", "per-command", "make", "tar",
-                                 "tar-members", "cp", "procmail", "per-function"}) {
+                                 "tar-members", "cp", "procmail", "per-function", "passwd-tools"}) {
     EXPECT_TRUE(names.count(documented)) << documented;
   }
 }
