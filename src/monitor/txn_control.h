@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "monitor/process_table.h"
@@ -28,6 +29,9 @@ class TxnControl {
   virtual void Join(pid_t tid, uint64_t id) = 0;
   // `tid` leaves `id`: its current becomes what `id` is nested in.
   virtual void Leave(pid_t tid, uint64_t id) = 0;
+  // `sink` is told the id of each transaction the system aborts (a deadlock, a lock timeout),
+  // from inside the call that found it: it must only take note.
+  virtual void SetDoomedSink(std::function<void(uint64_t)> sink) = 0;
   // `tid`'s current transaction (0: none).
   virtual uint64_t CurrentOf(pid_t tid) const = 0;
   // `path` from `dirfd` (AT_FDCWD: the cwd) as `t` names it, made absolute and normal

@@ -24,6 +24,11 @@ run with no profile, which must leave what the profile run must not.
   procmail        `procmail`: a real procmail delivers a message to `copy` (a :0c recipe) and
                   then fails to deliver it to its inbox (exit 73): copy is not there (control:
                   it is, and the sender's retry would deliver it twice)
+  conflict        `on conflict do kill`: a command waits longer than --lock-timeout (1 s) for a
+                  file another command's transaction wrote; the system aborts its transaction
+                  and the rule kills it before it goes on (its next command, which writes to a
+                  host file, never runs); without the rule the waiting call fails with EDEADLK,
+                  the command goes on, and its commit is refused
   threads         `whole-program` on a Python program whose second thread writes t and whose
                   exit status is 1: t is not there (a thread of the owner is in its transaction)
 """
@@ -124,6 +129,34 @@ def body(args, scratch):
         f.write("From: a@example.org\nTo: b@example.org\nSubject: hello\n\nbody\n")
     check(fs, "procmail", ["procmail"], "procmail -m MAILDIR={d} %s < %s" % (rc, msg), {},
           lambda left: list(left) == ["copy"] and b"Subject: hello" in left["copy"], status=73)
+
+    conflict = write_profile(scratch, "conflict", """\
+        on exec when depth > 0 do begin
+        on exit do commit-if status == 0
+        on conflict do kill
+        """)
+    no_rule = write_profile(scratch, "no-rule", """\
+        on exec when depth > 0 do begin
+        on exit do commit-if status == 0
+        """)
+    for name, profile, want_log in (("conflict", conflict, ""), ("conflict-c", no_rule,
+                                                                   "went on\n")):
+        log = os.path.join(scratch.path, name + ".log")
+        d = fs.path(name)
+        fs.run(["mkdir", d])
+        script = ("sh -c 'echo held > %s/x; sleep 3' & sleep 0.5; "
+                  "sh -c 'cat %s/x; echo went on >> %s'; wait" % (d, d, log))
+        rc, out, err = fs.run(["sh", "-c", script], [profile], ["--lock-timeout", "1"],
+                              check=False, what="conflict under %s" % name)
+        got = pc.file_text(log)
+        if got != want_log or set(fs.files(name)) != {"x"}:
+            raise pc.Failure("%s: the waiting command logged %r (expected %r) and the mount "
+                             "holds %r (expected x only)\n%s" % (
+                                 name, got, want_log, sorted(fs.files(name)), err))
+        if profile == no_rule and "was aborted by the system" not in err:
+            raise pc.Failure("conflict-c: the refused commit was not reported:\n%s" % err)
+    pc.say("conflict: the command whose transaction was aborted was killed (without the "
+           "rule it went on)")
 
     threaded = os.path.join(scratch.path, "threaded.py")
     with open(threaded, "w") as f:

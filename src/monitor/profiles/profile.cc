@@ -24,6 +24,8 @@ const char* EventName(EventKind kind) {
       return "call";
     case EventKind::kReturn:
       return "return";
+    case EventKind::kConflict:
+      return "conflict";
   }
   return "?";
 }

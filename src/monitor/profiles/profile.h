@@ -39,7 +39,7 @@ struct Condition {
   std::vector<Comparison> all;
 };
 
-enum class EventKind { kExec, kExit, kOpen, kClose, kSignal, kCall, kReturn };
+enum class EventKind { kExec, kExit, kOpen, kClose, kSignal, kCall, kReturn, kConflict };
 
 struct Event {
   EventKind kind = EventKind::kExec;
@@ -57,7 +57,7 @@ struct Event {
 };
 
 struct Action {
-  enum class Kind { kBegin, kCommit, kAbort, kCommitIf, kAbortIf };
+  enum class Kind { kBegin, kCommit, kAbort, kCommitIf, kAbortIf, kKill };
   Kind kind = Kind::kBegin;
   bool nested = false;    // begin: even inside a transaction this profile began
   bool private_ = false;  // begin: processes started later do not share it

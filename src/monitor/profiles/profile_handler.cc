@@ -22,6 +22,7 @@ ProfileHandler::ProfileHandler(std::unique_ptr<CallHandler> inner, TxnControl& t
                                std::vector<Profile> profiles, FILE* trace)
     : inner_(std::move(inner)), txns_(txns), profiles_(std::move(profiles)), trace_(trace) {
   counts_.resize(profiles_.size());
+  txns_.SetDoomedSink([this](uint64_t id) { doomed_.push_back(id); });
   for (const Profile& p : profiles_) {
     std::vector<size_t> keys;
     for (const Rule& r : p.rules) {
@@ -49,6 +50,33 @@ ProfileHandler::ProfileHandler(std::unique_ptr<CallHandler> inner, TxnControl& t
   }
 }
 
+std::vector<std::vector<ProfileHandler::Owned>*> ProfileHandler::OwnedLists(Thread& t) {
+  std::vector<std::vector<Owned>*> lists{&StateOf(t).owned};
+  if (auto it = frames_.find(t.tid); it != frames_.end()) {
+    for (Frame& f : it->second.live) lists.push_back(&f.owned);
+  }
+  return lists;
+}
+
+void ProfileHandler::HandleDoomed() {
+  std::vector<uint64_t> doomed = std::move(doomed_);
+  doomed_.clear();
+  for (uint64_t id : doomed) {
+    auto live = live_.find(id);
+    if (live == live_.end() || !table_) continue;
+    Thread* t = table_->Find(live->second.tid);
+    if (!t || !t->proc) continue;
+    const ProcState& s = StateOf(*t);
+    Happening h = Make(EventKind::kConflict, "transaction " + std::to_string(id), s.program);
+    h.values.depth = s.depth;
+    h.txn = id;
+    h.only_profile = live->second.profile;
+    counts_[live->second.profile].refused++;
+    doomed_seen_.insert(id);
+    Fire(*t, h);
+  }
+}
+
 ProfileHandler::ProcState& ProfileHandler::StateOf(const Thread& t) {
   ProcState& s = procs_[t.proc->tgid];
   s.threads.insert(t.tid);
@@ -56,6 +84,12 @@ ProfileHandler::ProcState& ProfileHandler::StateOf(const Thread& t) {
 }
 
 Decision ProfileHandler::OnEntry(Thread& t, SyscallRegs& call) {
+  const Decision d = Dispatch(t, call);
+  if (!doomed_.empty()) HandleDoomed();
+  return d;
+}
+
+Decision ProfileHandler::Dispatch(Thread& t, SyscallRegs& call) {
   switch (call.nr()) {
     case SYS_execve:
     case SYS_execveat: {
@@ -113,6 +147,7 @@ void ProfileHandler::OnExit(Thread& t, SyscallRegs& call) {
     return;
   }
   inner_->OnExit(t, call);
+  if (!doomed_.empty()) HandleDoomed();
   if (auto it = pending_.find(t.tid); it != pending_.end() && !it->second.parked) {
     PendingOpen p = std::move(it->second);
     pending_.erase(it);
@@ -250,6 +285,8 @@ std::string ProfileHandler::Describe(const Happening& h) const {
       return text + " " + h.subject;
     case EventKind::kCall:
       return text + " of " + h.subject + " in " + h.object;
+    case EventKind::kConflict:
+      return text + ": " + h.subject + " was aborted by the system";
     case EventKind::kReturn:
       return text + " of " + h.subject + " in " + h.object + " with result " +
              std::to_string(h.values.result);

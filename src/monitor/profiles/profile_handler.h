@@ -52,7 +52,10 @@ class ProfileHandler : public CallHandler {
   std::vector<long> ExtraTrapped() const override { return inner_->ExtraTrapped(); }
   std::vector<std::string> CoveredPoints() const override { return inner_->CoveredPoints(); }
   void SetExitSink(std::function<void(pid_t, int)> sink) override { inner_->SetExitSink(sink); }
-  void SetProcessTable(ProcessTable* table) override { inner_->SetProcessTable(table); }
+  void SetProcessTable(ProcessTable* table) override {
+    table_ = table;
+    inner_->SetProcessTable(table);
+  }
   void SetListener(ptrace_ext::NotifyListener* listener) override { inner_->SetListener(listener); }
 
  private:
@@ -122,8 +125,10 @@ class ProfileHandler : public CallHandler {
     bool writing = false;
     // open, close: the rule keys the file matches, and the count of each after the event.
     std::map<size_t, int64_t> counts;
-    std::string object;      // call, return: the object defining the function
-    Frame* frame = nullptr;  // call, return: the call's frame (its transactions)
+    std::string object;              // call, return: the object defining the function
+    Frame* frame = nullptr;          // call, return: the call's frame (its transactions)
+    uint64_t txn = 0;                // conflict: the transaction the system aborted
+    size_t only_profile = SIZE_MAX;  // conflict: the profile that began it
   };
   static Happening Make(EventKind kind, std::string subject, std::string program) {
     Happening h;
@@ -134,6 +139,7 @@ class ProfileHandler : public CallHandler {
   }
 
   ProcState& StateOf(const Thread& t);
+  Decision Dispatch(Thread& t, SyscallRegs& call);  // OnEntry, call by call
   // Runs the first rule of each profile that matches; returns the transactions it began.
   std::vector<uint64_t> Fire(Thread& t, const Happening& h);
   bool Matches(const Rule& r, const Happening& h) const;
@@ -171,7 +177,18 @@ class ProfileHandler : public CallHandler {
   bool any_file_rules_ = false;
   std::unordered_map<pid_t, ProcState> procs_;      // by tgid
   std::unordered_map<pid_t, PendingOpen> pending_;  // by tid
-  std::unordered_map<uint64_t, size_t> live_;       // transactions begun, by id: their profile
+  // Transactions begun, by id: their profile and the thread that began them.
+  struct Live {
+    size_t profile = 0;
+    pid_t tid = 0;
+  };
+  std::unordered_map<uint64_t, Live> live_;
+  std::vector<uint64_t> doomed_;    // aborted by the system, not yet seen by the rules
+  std::set<uint64_t> doomed_seen_;  // seen, and counted: not counted again at their end
+  // Runs the conflict rules for the transactions the system aborted since the last time.
+  void HandleDoomed();
+  // Where `t`'s transactions are kept: its process's, and each call under way in `t`.
+  std::vector<std::vector<Owned>*> OwnedLists(Thread& t);
   std::vector<Counts> counts_;
   std::vector<Watched> watched_;
   std::vector<std::string> watched_names_;

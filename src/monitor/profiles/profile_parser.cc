@@ -211,7 +211,7 @@ class LineParser {
   std::string ParseEvent(Event* e) {
     const Token& t = Peek();
     if (t.kind != Token::Kind::kWord) {
-      return Expected("an event (exec, exit, open, close, signal, call, return)");
+      return Expected("an event (exec, exit, open, close, signal, call, return, conflict)");
     }
     if (t.text == "exec") {
       e->kind = EventKind::kExec;
@@ -219,8 +219,8 @@ class LineParser {
       if (PatternAhead()) return ParsePattern(e->kind, &e->pattern);
       return "";
     }
-    if (t.text == "exit") {
-      e->kind = EventKind::kExit;
+    if (t.text == "exit" || t.text == "conflict") {
+      e->kind = t.text == "exit" ? EventKind::kExit : EventKind::kConflict;
       Next();
       return "";
     }
@@ -264,7 +264,7 @@ class LineParser {
       }
       return "";
     }
-    return Expected("an event (exec, exit, open, close, signal, call, return)");
+    return Expected("an event (exec, exit, open, close, signal, call, return, conflict)");
   }
 
   static int SignalNumber(std::string name) {
@@ -336,8 +336,10 @@ class LineParser {
         Next();
       }
     }
-    if (t.text == "commit" || t.text == "abort") {
-      a->kind = t.text == "commit" ? Action::Kind::kCommit : Action::Kind::kAbort;
+    if (t.text == "commit" || t.text == "abort" || t.text == "kill") {
+      a->kind = t.text == "commit"  ? Action::Kind::kCommit
+                : t.text == "abort" ? Action::Kind::kAbort
+                                    : Action::Kind::kKill;
       Next();
       return "";
     }
@@ -346,7 +348,7 @@ class LineParser {
       Next();
       return ParseCondition(kind, &a->condition);
     }
-    return Expected("an action (begin, commit, abort, commit-if, abort-if)");
+    return Expected("an action (begin, commit, abort, commit-if, abort-if, kill)");
   }
 
   const std::vector<Token>& tokens_;

@@ -88,6 +88,8 @@ std::string Dump(const Action& a) {
       return "commit-if " + Dump(a.condition) + (a.nested || a.private_ ? " ?flags" : "");
     case Action::Kind::kAbortIf:
       return "abort-if " + Dump(a.condition) + (a.nested || a.private_ ? " ?flags" : "");
+    case Action::Kind::kKill:
+      return std::string("kill") + (a.nested || a.private_ ? " ?flags" : "");
   }
   return "?";
 }
@@ -259,7 +261,8 @@ struct BadLine {
 TEST(ProfileParserTest, EachErrorNamesItsLineAndColumn) {
   const std::vector<BadLine> table = {
       {"on start do begin", 4,
-       "expected an event (exec, exit, open, close, signal, call, return), found 'start'"},
+       "expected an event (exec, exit, open, close, signal, call, return, conflict), found "
+       "'start'"},
       {"on exit commit", 9, "expected 'by', 'when' or 'do', found 'commit'"},
       {"on exec by make commit", 17, "expected 'when' or 'do', found 'commit'"},
       {"on exit when depth > 1 commit", 24, "expected 'and' or 'do', found 'commit'"},
@@ -268,6 +271,10 @@ TEST(ProfileParserTest, EachErrorNamesItsLineAndColumn) {
       {"on exit do commit-if count == 0", 22, "'count' has no value at exit"},
       {"on exec when signal > 0 do begin", 14, "'signal' has no value at exec"},
       {"on signal FOO do abort", 11, "unknown signal 'FOO'"},
+      {"on conflict do retry", 16,
+       "expected an action (begin, commit, abort, commit-if, "
+       "abort-if, kill), found 'retry'"},
+      {"on conflict when status == 1 do kill", 18, "'status' has no value at conflict"},
       {"on call do begin", 9, "expected a function name, found 'do'"},
       {"on return in libc.so.6 do commit", 11, "expected a function name, found 'in'"},
       {"on call f in do begin", 14, "expected a program or library pattern after 'in'"},
@@ -303,7 +310,8 @@ TEST(ProfileParserTest, EachErrorNamesItsLineAndColumn) {
       {"on exec by do begin", 12, "expected a program pattern after 'by', found 'do'"},
       {"on exit do abort junk", 18, "expected the end of the line, found 'junk'"},
       {"on exit do begin commit", 18, "expected the end of the line, found 'commit'"},
-      {"on exit do rollback", 12, "expected an action (begin, commit, abort, commit-if, abort-if)"},
+      {"on exit do rollback", 12,
+       "expected an action (begin, commit, abort, commit-if, abort-if, kill)"},
       {"on exit do", 11, "expected an action"},
       {"on exit do begin,", 18, "expected an action (begin, commit, abort, ...), found the end"},
       {"on", 3, "expected an event"},
@@ -342,7 +350,8 @@ TEST(ProfileParserTest, EveryBadLineIsReportedOnce) {
       "on exec do begin, begin, \"x\n";       // 10: bad
   const Parsed p = ParseProfile(text, "many", "many");
   const std::vector<std::string> expected = {
-      "many:3:4: expected an event (exec, exit, open, close, signal, call, return), found "
+      "many:3:4: expected an event (exec, exit, open, close, signal, call, return, conflict), "
+      "found "
       "'nothing'",
       "many:6:14: 'status' has no value at open (status: exit; signal: exit, signal; count: "
       "open, close; result: return; depth: every event)",

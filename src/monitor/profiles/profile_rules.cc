@@ -1,5 +1,6 @@
 // ProfileHandler: running the rules of an event, and the transactions they begin and end.
 #include <fnmatch.h>
+#include <signal.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -13,6 +14,7 @@ namespace amino::monitor::profiles {
 std::vector<uint64_t> ProfileHandler::Fire(Thread& t, const Happening& h) {
   std::vector<uint64_t> began;
   for (size_t p = 0; p < profiles_.size(); ++p) {
+    if (h.only_profile != SIZE_MAX && p != h.only_profile) continue;
     const std::vector<Rule>& rules = profiles_[p].rules;
     for (size_t i = 0; i < rules.size(); ++i) {
       // An open or close is seen by each rule with the count of that rule's files.
@@ -45,6 +47,7 @@ bool ProfileHandler::Matches(const Rule& r, const Happening& h) const {
       if (r.event.signal != h.signal) return false;
       break;
     case EventKind::kExit:
+    case EventKind::kConflict:
       break;
     case EventKind::kCall:
     case EventKind::kReturn:
@@ -76,6 +79,25 @@ void ProfileHandler::Act(Thread& t, size_t profile, const Rule& r, const Action&
     case Action::Kind::kAbortIf:
       commit = !Holds(a.condition, h.values);
       break;
+    case Action::Kind::kKill:
+      // The process must not go on (a program that cannot be run again from the middle):
+      // it dies as if killed by anyone, and its exit rules end its transactions.
+      Trace(t, "profile " + profiles_[profile].name + ": kill process " +
+                   std::to_string(t.proc->tgid) + " at " + Describe(h) + " (" + r.where.ToString() +
+                   ")");
+      kill(t.proc->tgid, SIGKILL);
+      return;
+  }
+  if (h.txn) {
+    // A conflict's rules act on the transaction the system aborted.
+    for (std::vector<Owned>* owned : OwnedLists(t)) {
+      for (size_t i = 0; i < owned->size(); ++i) {
+        if ((*owned)[i].id != h.txn) continue;
+        EndOwned(t, *owned, i, commit, Describe(h) + " (" + r.where.ToString() + ")");
+        return;
+      }
+    }
+    return;
   }
   // A return's rules end what that call began; the others what the process owns.
   std::vector<Owned>& owned =
@@ -93,8 +115,8 @@ void ProfileHandler::Begin(Thread& t, size_t profile, const Rule& r, const Actio
   const std::string& name = profiles_[profile].name;
   const std::string cause = Describe(h) + " (" + r.where.ToString() + ")";
   if (!a.nested) {
-    for (const auto& [id, p] : live_) {
-      if (p == profile && txns_.Within(t.tid, id)) {
+    for (const auto& [id, live] : live_) {
+      if (live.profile == profile && txns_.Within(t.tid, id)) {
         counts_[profile].inside++;
         Trace(t, "profile " + name + ": already in transaction " + std::to_string(id) + " at " +
                      cause);
@@ -112,7 +134,7 @@ void ProfileHandler::Begin(Thread& t, size_t profile, const Rule& r, const Actio
     return;
   }
   const uint64_t id = static_cast<uint64_t>(r_id);
-  live_[id] = profile;
+  live_[id] = {profile, t.tid};
   began->push_back(id);
   counts_[profile].begins++;
   if (h.frame) {
@@ -151,8 +173,9 @@ void ProfileHandler::EndOwned(Thread& t, std::vector<Owned>& owned, size_t index
     }
     return;
   }
+  const bool counted = doomed_seen_.erase(o.id) > 0;  // by HandleDoomed already
   if (r < 0 && !(r == -AMINO_EABORTED && !commit)) {
-    counts_[o.profile].refused++;
+    if (!counted) counts_[o.profile].refused++;
     std::fprintf(
         stderr,
         "amino: profile %s: the transaction of process %d (%s) %s: nothing it did "

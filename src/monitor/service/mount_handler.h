@@ -100,6 +100,9 @@ class MountHandler : public CallHandler, public TxnControl {
   void Join(pid_t tid, uint64_t id) override { txns_.Join(tid, id); }
   void Leave(pid_t tid, uint64_t id) override { txns_.Leave(tid, id); }
   bool ServedPath(Thread& t, int fd, std::string* path, bool* writing) const override;
+  void SetDoomedSink(std::function<void(uint64_t)> sink) override {
+    txns_.SetDoomedSink(std::move(sink));
+  }
   uint64_t CurrentOf(pid_t tid) const override { return static_cast<uint64_t>(txns_.Current(tid)); }
   std::string AbsolutePath(Thread& t, int dirfd, const std::string& path) override;
 

@@ -308,12 +308,14 @@ bool TxnManager::OnConflict(pid_t tid) {
     UserTxn* victim = nullptr;
     if (DeadlockAmongWaiters(*root.mfs, &victim) && victim) {
       victim->AbortTree(UserTxn::State::kDoomed);
+      if (doomed_sink_) doomed_sink_(victim->id);
       if (victim == &root) return true;
       return false;  // its locks are gone: this call is asked again
     }
   }
   if (now - entry->second.first > lock_timeout_) {
     root.AbortTree(UserTxn::State::kDoomed);
+    if (doomed_sink_) doomed_sink_(root.id);
     return true;
   }
   return false;

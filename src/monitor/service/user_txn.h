@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -86,6 +87,9 @@ class TxnManager {
   bool Within(pid_t tid, uint64_t id) const;
   void Join(pid_t tid, uint64_t id);
   void Leave(pid_t tid, uint64_t id);
+  // Told the id of each transaction the system aborts (a deadlock's victim, a lock waited for
+  // too long), right after.
+  void SetDoomedSink(std::function<void(uint64_t)> sink) { doomed_sink_ = std::move(sink); }
 
   // Task life cycle: a new process inherits its creator's current transaction, a new thread
   // starts with none; a task that ends detaches.
@@ -136,6 +140,7 @@ class TxnManager {
   // Since when each thread's call outside any transaction has been waiting for a lock.
   std::unordered_map<pid_t, Clock::time_point> plain_waits_;
   std::unordered_map<uint64_t, std::weak_ptr<UserTxn>> registry_;
+  std::function<void(uint64_t)> doomed_sink_;
 };
 
 }  // namespace amino::monitor::service
