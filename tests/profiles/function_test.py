@@ -19,6 +19,19 @@ lib_update, rec, jumper, forker), one call is one transaction: a negative result
   tailcall   tail_outer() ends by jumping to update() (a tail call, both watched): its file
              stays when the result is 0 and not when it is -1, and the program runs on
   library    lib_update() of a shared library: l0 (0) stays, l1 (-1) does not
+
+C++ exceptions leaving watched calls (programs/throws.cc, every function watched; the program
+must run as it does natively, its exceptions caught where they are):
+  through    save(s1) throws to main, save(s2) returns: s1 is gone (left by the exception),
+             s2 stays
+  inside     catcher(c) calls save(c-inner), which throws; catcher catches it and returns 0:
+             c stays, c-inner does not
+  rethrow    rethrower(r) catches save(r-inner)'s exception and throws it again to main, which
+             calls save(r2): only r2 stays
+  deep       deep(3) .. deep(0) recursively; deep(0) throws, deep(2) catches: x3 and x2 stay,
+             x1 and x0 do not
+  cancel     quitter(q) ends its thread with pthread_exit (a forced unwind), then main calls
+             save(q2): only q2 stays
 """
 
 import os
@@ -43,6 +56,11 @@ CASES = [
      {"f0-child", "f0-parent", "f1-child", "f1-parent", "e1-child", "e1-parent"}),
     ("tailcall", "funcs-plain", "tailcall", "tail_outer,update", {"tc"}, {"tc", "td"}),
     ("library", "funcs-plain", "library", "lib_update", {"l0"}, {"l0", "l1"}),
+    ("through", "throws", "through", "save", {"s2"}, {"s1", "s2"}),
+    ("inside", "throws", "inside", "catcher,save", {"c"}, {"c", "c-inner"}),
+    ("rethrow", "throws", "rethrow", "rethrower,save", {"r2"}, {"r", "r-inner", "r2"}),
+    ("deep", "throws", "deep", "deep", {"x3", "x2"}, {"x3", "x2", "x1", "x0"}),
+    ("cancel", "throws", "cancel", "quitter,save", {"q2"}, {"q", "q2"}),
 ]
 
 

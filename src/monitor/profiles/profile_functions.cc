@@ -1,7 +1,8 @@
 // ProfileHandler: call and return events of watched functions. Breakpoints are planted at
 // the functions an exec or a library mapping brings (PlantNew); a stop at one is a call, or
 // the return of a call under way, whose return address was replaced by the breakpoint's
-// (OnBreakpoint).
+// (OnBreakpoint). While a C++ exception passes, the calls under way have their real return
+// addresses back, so the unwinder can walk through them (Unwinding).
 #include <fnmatch.h>
 #include <sys/ptrace.h>
 #include <sys/user.h>
@@ -20,7 +21,8 @@ namespace amino::monitor::profiles {
 void ProfileHandler::LeaveFrame(Thread& t, Frame& f, const std::string& how) {
   while (!f.owned.empty()) {
     counts_[f.owned.back().profile].left_open++;
-    EndOwned(t, f.owned, f.owned.size() - 1, false, "a call of a watched function " + how);
+    EndOwned(t, f.owned, f.owned.size() - 1, false,
+             "the end of a call of " + watched_[f.function].name + " (" + how + ")");
   }
 }
 
@@ -41,6 +43,11 @@ bool ProfileHandler::OnBreakpoint(Thread& t) {
   auto site = sp->second.sites.find(addr);
   if (site == sp->second.sites.end()) return false;
   const Breakpoint bp = site->second;
+  if (const Hook hook = watched_[bp.function].hook; hook != Hook::kNone) {
+    Unwinding(t, hook, regs.rsp);
+    if (StepOver(*t.proc, bp, regs) == 0) ptrace(PTRACE_SETREGS, t.tid, 0, &regs);
+    return true;
+  }
   const std::string symbol = sp->second.symbol[addr];
   const std::string object = sp->second.object[addr];
   ProcState& s = StateOf(t);
@@ -48,14 +55,23 @@ bool ProfileHandler::OnBreakpoint(Thread& t) {
   std::vector<Frame>& frames = calls.live;
   // Moves the innermost call under way to the calls left, aborting what it began.
   auto leave_innermost = [&] {
-    LeaveFrame(t, frames.back(), "was left without returning (longjmp)");
-    frames.back().owned.clear();
-    calls.left.push_back(std::move(frames.back()));
+    Frame& f = frames.back();
+    if (f.exposed) {
+      // An exception took it (caught where the monitor did not see the catch): its return
+      // address is the real one, so no late return comes back here.
+      LeaveFrame(t, f, "left by an exception");
+    } else {
+      LeaveFrame(t, f, "left without returning: longjmp");
+      f.owned.clear();
+      calls.left.push_back(std::move(f));
+      if (calls.left.size() > kLeftKept) calls.left.erase(calls.left.begin());
+    }
     frames.pop_back();
-    if (calls.left.size() > kLeftKept) calls.left.erase(calls.left.begin());
   };
   for (size_t i = frames.size(); i-- > 0;) {
-    if (frames[i].entry != addr || frames[i].entry_rsp + 8 != regs.rsp) continue;
+    if (frames[i].exposed || frames[i].entry != addr || frames[i].entry_rsp + 8 != regs.rsp) {
+      continue;
+    }
     // The return of call i. Calls begun after it and still open were left by a longjmp.
     while (frames.size() > i + 1) leave_innermost();
     Frame f = std::move(frames.back());
@@ -70,7 +86,7 @@ bool ProfileHandler::OnBreakpoint(Thread& t) {
     h.values.depth = s.depth;
     h.frame = &f;
     Fire(t, h);
-    LeaveFrame(t, f, "ended with no rule ending its transaction");
+    LeaveFrame(t, f, "returned, and no rule ended its transaction");
     return true;
   }
   for (auto l = calls.left.begin(); l != calls.left.end(); ++l) {
@@ -88,9 +104,9 @@ bool ProfileHandler::OnBreakpoint(Thread& t) {
   // Calls whose frames are above this one's were left without returning; one at the same
   // place was too, unless its own replaced return address is what this call returns to (a
   // tail call: it returns when this one does).
-  while (!frames.empty() &&
-         (frames.back().entry_rsp < regs.rsp ||
-          (frames.back().entry_rsp == regs.rsp && return_to != frames.back().entry))) {
+  while (!frames.empty() && (frames.back().entry_rsp < regs.rsp ||
+                             (frames.back().entry_rsp == regs.rsp &&
+                              (frames.back().exposed || return_to != frames.back().entry)))) {
     leave_innermost();
   }
   call_hits_++;
@@ -110,6 +126,39 @@ bool ProfileHandler::OnBreakpoint(Thread& t) {
   h.frame = &frames.back();
   Fire(t, h);
   return true;
+}
+
+void ProfileHandler::Unwinding(Thread& t, Hook hook, uint64_t rsp) {
+  auto it = frames_.find(t.tid);
+  if (it == frames_.end() || it->second.live.empty()) return;
+  std::vector<Frame>& frames = it->second.live;
+  if (hook == Hook::kUnwind) {
+    // The unwinder starts (a throw, a rethrow, pthread_exit) or goes on after a cleanup: it
+    // reads every return address above it, and may stop at any of these calls (a catch).
+    unwind_hits_++;
+    for (Frame& f : frames) {
+      if (f.exposed) continue;
+      if (WriteMemory(*t.proc, f.entry_rsp, &f.return_to, sizeof f.return_to) != 0) return;
+      f.exposed = true;
+    }
+    return;
+  }
+  // A catch: the catching function called __cxa_begin_catch, so `rsp` lies just below its
+  // frame. Calls whose return address lay at or below it were unwound; the others go on, and
+  // their returns are caught again.
+  while (!frames.empty() && frames.back().entry_rsp <= rsp) {
+    LeaveFrame(t, frames.back(), "left by an exception");
+    frames.pop_back();
+  }
+  for (Frame& f : frames) {
+    if (!f.exposed) continue;
+    uint64_t slot = 0;
+    // A slot that no longer holds the return address: the frame is gone another way, and is
+    // judged left at the thread's next watched stop.
+    if (ReadMemory(*t.proc, f.entry_rsp, &slot, sizeof slot) != 0 || slot != f.return_to) continue;
+    if (WriteMemory(*t.proc, f.entry_rsp, &f.entry, sizeof f.entry) != 0) return;
+    f.exposed = false;
+  }
 }
 
 void ProfileHandler::PlantNew(Thread& t) {

@@ -48,6 +48,18 @@ ProfileHandler::ProfileHandler(std::unique_ptr<CallHandler> inner, TxnControl& t
     }
     rule_keys_.push_back(std::move(keys));
   }
+  profile_watched_ = watched_.size();
+  if (!watched_.empty()) {
+    // Where C++ exceptions (and pthread_exit's forced unwinding) start, and where one is
+    // caught: the unwinder must not meet a replaced return address (Unwinding).
+    for (const char* name : {"_Unwind_RaiseException", "_Unwind_Resume",
+                             "_Unwind_Resume_or_Rethrow", "_Unwind_ForcedUnwind"}) {
+      watched_.push_back({name, "", Hook::kUnwind});
+      watched_names_.push_back(name);
+    }
+    watched_.push_back({"__cxa_begin_catch", "", Hook::kCatch});
+    watched_names_.push_back("__cxa_begin_catch");
+  }
 }
 
 std::vector<std::vector<ProfileHandler::Owned>*> ProfileHandler::OwnedLists(Thread& t) {
@@ -173,7 +185,7 @@ void ProfileHandler::OnExec(Thread& t) {
     }
     mapping_.erase(tid);
   }
-  for (pid_t tid : threads) LeaveFrames(t, tid, "its program was replaced by exec");
+  for (pid_t tid : threads) LeaveFrames(t, tid, "its program replaced by exec");
   if (!s.sessions.empty()) Closed(t);  // close-on-exec descriptors
   const std::string before = s.program;
   s.program =
@@ -307,7 +319,7 @@ void ProfileHandler::Trace(const Thread& t, const std::string& text) {
 void ProfileHandler::Finish() {
   inner_->Finish();
   // A misspelt function name would otherwise leave a profile doing nothing without a word.
-  for (size_t i = 0; i < watched_.size(); ++i) {
+  for (size_t i = 0; i < profile_watched_; ++i) {
     if (found_.count(i)) continue;
     std::fprintf(stderr,
                  "amino: no function matching '%s'%s%s was found in the programs and libraries "
@@ -321,9 +333,12 @@ void ProfileHandler::PrintStats(FILE* out) const {
   inner_->PrintStats(out);
   if (!watched_.empty()) {
     std::fprintf(
-        out, "amino: profiles: %llu breakpoints placed, %llu calls and %llu returns caught\n",
+        out,
+        "amino: profiles: %llu breakpoints placed, %llu calls and %llu returns caught, %llu "
+        "exceptions met\n",
         static_cast<unsigned long long>(planted_), static_cast<unsigned long long>(call_hits_),
-        static_cast<unsigned long long>(return_hits_));
+        static_cast<unsigned long long>(return_hits_),
+        static_cast<unsigned long long>(unwind_hits_));
   }
   for (size_t p = 0; p < profiles_.size(); ++p) {
     const Counts& c = counts_[p];

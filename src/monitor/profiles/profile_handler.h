@@ -83,10 +83,15 @@ class ProfileHandler : public CallHandler {
     uint64_t return_to = 0;    // the real return address
     std::vector<Owned> owned;  // transactions its call rules began, innermost last
     bool inherited = false;    // a forked child's copy of its parent's call: nothing to end
+    bool exposed = false;      // the real return address is back (an exception is under way)
   };
-  // A watched function: a name pattern and an object pattern of call and return rules.
+  // A watched function: a name pattern and an object pattern of call and return rules, or
+  // one of the C++ runtime's functions the monitor watches for itself while exceptions pass
+  // watched calls (Unwinding).
+  enum class Hook { kNone, kUnwind, kCatch };
   struct Watched {
     std::string name, object;
+    Hook hook = Hook::kNone;
   };
   // Breakpoints of one address space, and the objects already searched for watched functions.
   struct Space {
@@ -154,6 +159,10 @@ class ProfileHandler : public CallHandler {
   // Aborts what a call begun and never ended (the thread left it another way, or ended).
   void LeaveFrame(Thread& t, Frame& f, const std::string& how);
   void LeaveFrames(Thread& t, pid_t tid, const std::string& how);
+  // A stop at an unwinder's start (kUnwind): the thread's calls under way get their real
+  // return addresses back, as the unwinder reads them; at a catch (kCatch, `rsp` in the
+  // catching frame), the calls below it were left (aborted) and the others are watched again.
+  void Unwinding(Thread& t, Hook hook, uint64_t rsp);
   // Searches the objects mapped executable in `t`'s address space for watched functions not
   // searched yet and plants breakpoints at them.
   void PlantNew(Thread& t);
@@ -190,7 +199,8 @@ class ProfileHandler : public CallHandler {
   // Where `t`'s transactions are kept: its process's, and each call under way in `t`.
   std::vector<std::vector<Owned>*> OwnedLists(Thread& t);
   std::vector<Counts> counts_;
-  std::vector<Watched> watched_;
+  std::vector<Watched> watched_;  // the profiles' functions, then the hooks
+  size_t profile_watched_ = 0;    // how many of watched_ are the profiles'
   std::vector<std::string> watched_names_;
   std::unordered_map<pid_t, Space> spaces_;  // by tgid
   // Calls under way in a thread (innermost last), and calls judged left (by longjmp, or a
@@ -207,7 +217,7 @@ class ProfileHandler : public CallHandler {
   std::set<std::string> unwatchable_;        // reported once each
   std::set<size_t> found_;                   // watched functions found in some object
   // --stats: breakpoints placed, and their hits as calls and as returns.
-  uint64_t planted_ = 0, call_hits_ = 0, return_hits_ = 0;
+  uint64_t planted_ = 0, call_hits_ = 0, return_hits_ = 0, unwind_hits_ = 0;
 };
 
 }  // namespace amino::monitor::profiles
