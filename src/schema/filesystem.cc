@@ -150,11 +150,15 @@ Result<Transaction> FileSystem::Begin(Transaction* parent, TxnOptions options) {
       break;
   }
   if (options.nowait) flags |= DB_TXN_NOWAIT;
+  const bool snapshot = options.snapshot && !parent;
+  if (snapshot) flags |= DB_TXN_SNAPSHOT;
   DB_TXN* txn = nullptr;
   DB_ENV* env = store_->env();
   int ret = env->txn_begin(env, parent ? parent->raw() : nullptr, &txn, flags);
   if (ret != 0) return DbStatus(ret, "begin transaction");
-  if (!parent) store_->BeginTopLevel(txn, options.cached);
+  // A snapshot's reads are of a state that may already be past: none of them goes into the
+  // read cache, whose values must be true until someone writes them.
+  if (!parent) store_->BeginTopLevel(txn, options.cached && !snapshot, snapshot);
   return Transaction(txn, parent, store_.get(), Store::WritesMade());
 }
 
@@ -179,6 +183,8 @@ Status FileSystem::FlushLog() {
   DB_ENV* env = store_->env();
   return DbStatus(env->log_flush(env, nullptr), "flush the log");
 }
+
+bool FileSystem::SnapshotRefusedChange() const { return store_->snapshot_refused(); }
 
 FileSystem::CacheStats FileSystem::ReadCacheStats() const {
   const ReadCache* cache = store_->read_cache();

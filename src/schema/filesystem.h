@@ -106,6 +106,9 @@ class FileSystem {
     uint64_t misses = 0;
   };
   CacheStats ReadCacheStats() const;
+  // Whether the last transaction begun with TxnOptions::snapshot failed because the call
+  // wanted to change something (a write, a hold taken or given up where that needs a lock).
+  bool SnapshotRefusedChange() const;
 
   // --- Calls on paths ---------------------------------------------------------------------
   Result<Stat> GetStat(Transaction& t, const Cred& c, std::string_view path, bool follow = true);

@@ -68,7 +68,11 @@ class Ops {
   // The node a Path record names (loads the DLMD when needed).
   Result<Node> NodeAt(DB_TXN* t, std::string_view path, const PathValue& pv);
   Result<std::optional<Node>> LookupPath(DB_TXN* t, std::string_view path);
-  Result<Node> NodeById(DB_TXN* t, FileId id);  // ENOENT (stale) if the file no longer exists
+  // ENOENT (stale) if the file no longer exists.
+  Result<Node> NodeById(DB_TXN* t, FileId id);
+  // NodeById without the Data database (for a snapshot transaction); nullopt when the file's
+  // attributes are there (hard links).
+  Result<std::optional<Node>> NodeByIdInSnapshot(DB_TXN* t, FileId id);
   // Writes node.attr back where it lives.
   Status SaveAttr(DB_TXN* t, Node& node);
   // Touches mtime/ctime of a directory (after an entry was added or removed) and adjusts its

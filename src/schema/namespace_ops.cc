@@ -173,6 +173,7 @@ Status Ops::RemoveName(DB_TXN* t, Node& n, std::string_view path, const timespec
   }
   // Asked with the record taken for writing (open_holds.h).
   AMINO_RETURN_IF_ERROR(s_.Get(s_.data(), t, IdKey(n.id), DB_RMW).status());
+  AMINO_RETURN_IF_ERROR(s_.holds().Decide(n.id, t));
   AMINO_ASSIGN_OR_RETURN(bool held, s_.holds().Held(n.id));
   if (held) {
     // Open somewhere: an orphan until the last close (open_count marks it for fsck and for

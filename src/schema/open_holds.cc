@@ -6,12 +6,14 @@
 namespace amino::schema {
 namespace {
 
-// The lock object of `id`'s holds: a name no lock Berkeley DB takes itself can have (its page
-// and record locks are DB_LOCK_ILOCK structures of another length).
+// The lock object of `id`'s holds (tag "amino.ho") or of decisions on them ("amino.de"): a name
+// no lock Berkeley DB takes itself can have (its page and record locks are DB_LOCK_ILOCK
+// structures of another length).
 struct HoldObject {
   char tag[8] = {'a', 'm', 'i', 'n', 'o', '.', 'h', 'o'};
   unsigned char id[8];
-  explicit HoldObject(FileId file) {
+  explicit HoldObject(FileId file, bool decision = false) {
+    if (decision) tag[6] = 'd', tag[7] = 'e';
     for (int i = 0; i < 8; ++i) id[i] = static_cast<unsigned char>(file >> (56 - 8 * i));
   }
   DBT dbt() {
@@ -91,6 +93,27 @@ Result<bool> OpenHolds::Held(FileId id) {
   if (ret != 0) return LockStatus(ret, "ask whether a file is open: lock_get");
   (void)env_->lock_put(env_, &probe);
   return false;
+}
+
+Status OpenHolds::LockDecision(FileId id, DB_TXN* txn, db_lockmode_t mode, const char* what) {
+  // One object for the files of one of 65,536 buckets (ids are random): a transaction that
+  // removes a million files keeps a bounded number of locks, and a snapshot reader rarely
+  // meets another file's decision.
+  HoldObject obj(id & 0xffff, true);
+  DBT d = obj.dbt();
+  DB_LOCK lock;
+  // Kept by the transaction's locker: let go of (or passed to its parent) when it ends.
+  int ret = env_->lock_get(env_, txn->id(txn), DB_LOCK_NOWAIT, &d, mode, &lock);
+  if (ret == DB_LOCK_NOTGRANTED) return Status::Conflict(what);
+  return ret == 0 ? Status::Ok() : LockStatus(ret, "lock_get");
+}
+
+Status OpenHolds::Decide(FileId id, DB_TXN* txn) {
+  return LockDecision(id, txn, DB_LOCK_WRITE, "a call reading a snapshot looks at the file");
+}
+
+Status OpenHolds::Undecided(FileId id, DB_TXN* txn) {
+  return LockDecision(id, txn, DB_LOCK_READ, "another transaction is removing the file");
 }
 
 size_t OpenHolds::files() const {

@@ -14,6 +14,14 @@
 // take turns, and exactly one of them sees the file unheld and frees it. A hold is taken
 // without that lock: taking one never makes a file freed.
 //
+// Calls that read a snapshot (TxnOptions::snapshot) take and give up holds without those
+// record locks: they see a past state, in which a file another transaction is removing may
+// still have its name. The remover therefore also marks the file *decided* (Decide: a write
+// lock on a second object, kept by its transaction until it ends) before it asks, and a
+// snapshot reader first makes sure no decision is under way (Undecided: a read lock kept by its
+// own transaction) and then how the file is as last committed (Store::CommittedState): a
+// decision made since its snapshot began is then either visible or waits for it.
+//
 // Holds follow transactions: one taken or given up inside a transaction is undone if it aborts
 // (Transaction keeps the list). Undoing a release takes the lock again before the aborting
 // transaction lets go of the record, so nobody can free the file in between. A process that
@@ -48,8 +56,14 @@ class OpenHolds {
   Status Undo(FileId id, int delta);
 
   // Whether any process holds `id` (this one included); the caller holds the file's Data
-  // record for writing.
+  // record for writing, and has called Decide.
   Result<bool> Held(FileId id);
+  // Marks `id` decided on until the transaction `txn` ends; a conflict while a snapshot
+  // reader looks at it (never waits). Files share decision marks by buckets of their ids.
+  Status Decide(FileId id, DB_TXN* txn);
+  // A snapshot reader's check, kept until `txn` ends: a conflict while a transaction that
+  // decided on `id` is under way (never waits).
+  Status Undecided(FileId id, DB_TXN* txn);
   // How many files this process holds.
   size_t files() const;
   // Releases every lock and forgets every count.
@@ -62,6 +76,8 @@ class OpenHolds {
   };
   Status Locker();
   Status Lock(FileId id, Entry& e);
+  // A lock on `id`'s decision object for `txn`'s locker, or a conflict.
+  Status LockDecision(FileId id, DB_TXN* txn, db_lockmode_t mode, const char* what);
   void Unlock(FileId id, Entry& e);
 
   DB_ENV* env_;

@@ -47,8 +47,17 @@ Status FileSystem::Hold(Transaction& txn, FileId id) {
     // forever (a call that meets a lock does not queue for it: the monitor retries it later).
     AMINO_RETURN_IF_ERROR(store_->Get(store_->data(), txn.raw(), IdKey(id), DB_RMW).status());
   }
+  const bool snapshot = store_->InSnapshot(txn.raw());
+  if (snapshot) AMINO_RETURN_IF_ERROR(store_->holds().Undecided(id, txn.raw()));
   AMINO_RETURN_IF_ERROR(store_->holds().Acquire(id));
   txn.NoteHold(id, 1);
+  if (snapshot) {
+    // Nobody is deciding on the file now, and nobody can before this call ends: it is there
+    // if it is as last committed. Gone since the snapshot began: the call runs again.
+    AMINO_ASSIGN_OR_RETURN(Store::Committed now, store_->CommittedState(id));
+    if (now == Store::Committed::kGone) return Status::Conflict("the file was removed meanwhile");
+    return Status::Ok();
+  }
   // A remover asks whether the file is held with its record taken for writing: a read lock on
   // the record until this transaction ends makes the two take turns even when the path that
   // led here came from the read cache (no lock on the name then).
@@ -117,6 +126,17 @@ Status FileSystem::Close(Transaction& txn, FileId id) {
   // transaction ends; the question whether anyone else holds it is asked with the record taken
   // for writing (open_holds.h).
   DB_TXN* t = txn.raw();
+  if (store_->InSnapshot(t)) {
+    // A call reading a snapshot asks whether the file is named as last committed instead,
+    // once no decision on it is under way or can start before the call ends (open_holds.h).
+    // A nameless one may be the close's to free: that takes the record's lock.
+    AMINO_RETURN_IF_ERROR(store_->holds().Undecided(id, t));
+    AMINO_ASSIGN_OR_RETURN(Store::Committed now, store_->CommittedState(id));
+    if (now == Store::Committed::kNameless) return store_->MayChange(t);
+    if (!store_->holds().Release(id)) return Status::Errno(EBADF);
+    txn.NoteHold(id, -1);
+    return Status::Ok();
+  }
   AMINO_ASSIGN_OR_RETURN(std::optional<std::string> raw,
                          store_->GetLocked(store_->data(), t, IdKey(id)));
   InodeValue iv;
@@ -128,6 +148,7 @@ Status FileSystem::Close(Transaction& txn, FileId id) {
   if (!store_->holds().Release(id)) return Status::Errno(EBADF);
   txn.NoteHold(id, -1);
   if (!nameless) return Status::Ok();  // named, or freed already, or its creation was undone
+  AMINO_RETURN_IF_ERROR(store_->holds().Decide(id, t));
   AMINO_ASSIGN_OR_RETURN(bool held, store_->holds().Held(id));
   if (held) return Status::Ok();
   Ops ops(*store_);

@@ -111,7 +111,38 @@ Result<std::optional<Node>> Ops::LookupPath(DB_TXN* t, std::string_view path) {
   return std::optional<Node>(std::move(n));
 }
 
+Result<std::optional<Node>> Ops::NodeByIdInSnapshot(DB_TXN* t, FileId id) {
+  // From the metadata databases only, which keep versions (the Data database does not): a
+  // file with one name by its Names and Path records, a nameless one by its Orphan record.
+  // A hard-linked file's attributes are in the Data database: nullopt.
+  AMINO_ASSIGN_OR_RETURN(std::optional<std::string> name, s_.Get(s_.names(), t, IdKey(id)));
+  Node n;
+  n.id = id;
+  if (name) {
+    AMINO_ASSIGN_OR_RETURN(std::optional<PathValue> pv, GetPath(t, *name));
+    if (!pv || pv->id != id) return Damaged("name index of " + std::to_string(id));
+    if (!pv->plmd) return std::optional<Node>();
+    n.where = Node::Where::kPlmd;
+    n.path = *name;
+    n.pv = *pv;
+    n.attr = *pv->plmd;
+    n.iv.link_count = 1;  // as NodeAt: the Data record is loaded by those that change counts
+  } else {
+    AMINO_ASSIGN_OR_RETURN(std::optional<std::string> o, s_.Get(s_.orphan(), t, IdKey(id)));
+    if (!o) return Status::Errno(ESTALE);
+    if (!DecodeAttr(*o, &n.attr)) return Damaged("orphan " + std::to_string(id));
+    n.where = Node::Where::kOrphan;
+    n.iv = InodeValue{0, 1, std::nullopt};
+  }
+  AMINO_RETURN_IF_ERROR(LoadAcl(t, n));
+  return std::optional<Node>(std::move(n));
+}
+
 Result<Node> Ops::NodeById(DB_TXN* t, FileId id) {
+  if (s_.InSnapshot(t)) {
+    AMINO_ASSIGN_OR_RETURN(std::optional<Node> n, NodeByIdInSnapshot(t, id));
+    if (n) return std::move(*n);
+  }
   AMINO_ASSIGN_OR_RETURN(std::optional<std::string> raw, s_.Get(s_.data(), t, IdKey(id)));
   if (!raw) return Status::Errno(ESTALE);
   Node n;

@@ -68,7 +68,20 @@ class Store {
 
   // Top-level transactions (read_cache.h). `cached`: this one may read from the cache (at most
   // one at a time does; the others read through Berkeley DB). Returns the generation it began at.
-  void BeginTopLevel(DB_TXN* txn, bool cached);
+  void BeginTopLevel(DB_TXN* txn, bool cached, bool snapshot = false);
+  // A conflict when `txn` is a snapshot transaction (TxnOptions::snapshot), which must not
+  // write or change holds; else Ok.
+  Status MayChange(DB_TXN* txn) const;
+  // A conflict when `txn` is a snapshot transaction and `db` the Data database, which keeps no
+  // page versions: its reads would be of the present, not of the snapshot.
+  Status MayRead(DB* db, DB_TXN* txn) const;
+  bool InSnapshot(DB_TXN* txn) const { return txn && txn == snapshot_txn_; }
+  // Whether the last snapshot transaction was refused a change (MayChange).
+  bool snapshot_refused() const { return snapshot_refused_; }
+  // Whether file `id` exists as last committed, and with a name or not (from the Names and
+  // Orphan databases, in a snapshot transaction of its own: no lock, no wait).
+  enum class Committed { kGone, kNamed, kNameless };
+  Result<Committed> CommittedState(FileId id);
   // Before its commit: fails with a conflict (the transaction must then be aborted) when it
   // relied on the cache and another process committed since it began; advances the generation
   // when the transaction (or, conservatively, anything since `writes_at_begin`) wrote.
@@ -109,12 +122,14 @@ class Store {
   Result<std::optional<std::string>> GetLocked(DB* db, DB_TXN* txn, std::string_view key,
                                                uint32_t flags);
   std::unique_ptr<ReadCache> cache_;
-  DB_TXN* cache_txn_ = nullptr;    // the transaction that may read from the cache
-  uint64_t cache_txn_began_ = 0;   // the generation it began at
-  uint64_t cache_txn_serial_ = 0;  // counts the cached transactions begun
-  bool cache_txn_wrote_ = false;   // it wrote: it reads past the cache from then on
-  bool cache_txn_relied_ = false;  // it took a value from the cache
-  std::string user_file_;          // DBDIR/amino.user.*, removed at a clean close
+  DB_TXN* cache_txn_ = nullptr;     // the transaction that may read from the cache
+  uint64_t cache_txn_began_ = 0;    // the generation it began at
+  uint64_t cache_txn_serial_ = 0;   // counts the cached transactions begun
+  bool cache_txn_wrote_ = false;    // it wrote: it reads past the cache from then on
+  bool cache_txn_relied_ = false;   // it took a value from the cache
+  DB_TXN* snapshot_txn_ = nullptr;  // the snapshot transaction under way (only reads)
+  mutable bool snapshot_refused_ = false;
+  std::string user_file_;  // DBDIR/amino.user.*, removed at a clean close
 };
 
 // RAII cursor.

@@ -28,6 +28,10 @@ struct TxnOptions {
   // A top-level transaction that may take records from the store's read cache (read_cache.h);
   // its commit may then fail with a conflict, to be run again.
   bool cached = false;
+  // A top-level transaction that reads the last committed state without taking locks
+  // (Berkeley DB's snapshot isolation): it waits for nobody and holds up nobody. It must only
+  // read: a write, or taking or giving up a hold on an open file, fails with a conflict.
+  bool snapshot = false;
 };
 
 class Store;

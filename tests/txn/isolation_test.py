@@ -14,15 +14,22 @@ retries are reported.
 Readers outside transactions (programs/readwait.c): a read never returns another transaction's
 uncommitted data: a read before the write gets the old content; a read after an uncommitted
 write (by path, or through a descriptor opened before the write) waits until the transaction
-ends and then gets the new content after a commit, the old one after an abort.
+ends and then gets the new content after a commit, the old one after an abort. A stat or a
+listing never waits: while the transaction is open it answers at once with the last committed
+size and names. Another `amino run` on the same file system, started while a transaction of
+the first one holds writes, starts, lists and stats at once (within 20 s while the transaction
+stays open indefinitely): it sees the state before the transaction.
 
 Negative controls: the same bank workload without transactions (`plain`) must be caught losing
 updates by the final check and seeing half-done transfers by the auditor, natively and on the
 mount, within a few trials.
 """
 
+import os
 import re
+import subprocess
 import sys
+import time
 
 import txn_common as tc
 
@@ -57,6 +64,43 @@ def control(name, trials, attempt):
         name, trials))
 
 
+def other_run(fs, scratch):
+    """A second `amino run` beside a transaction that holds writes and does not end."""
+    os.environ["PATH"] = os.path.dirname(os.path.abspath(mc.AMINO)) + ":" + os.environ["PATH"]
+    gate = os.path.join(scratch.sub("gate"), "fifo")
+    ready = os.path.join(scratch.sub("gate"), "ready")
+    os.mkfifo(gate)
+    holder = mc.start(fs.argv(["sh", "-c", "amino txn begin && echo 1 > %s && echo held > %s && "
+                               "read x < %s && amino txn commit" % (
+                                   fs.path("rw", "t1"), ready, gate)]),
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        end = time.monotonic() + 30
+        while not os.path.exists(ready) and holder.poll() is None and time.monotonic() < end:
+            time.sleep(0.02)
+        if not os.path.exists(ready):
+            raise tc.Failure("the transaction's shell ended early: %r" % (holder.communicate(),))
+        started = time.monotonic()
+        _, out, _ = fs.run(["sh", "-c", "ls %s; stat -c %%s %s" % (
+            fs.path("rw"), fs.path("rw", "v"))],
+            "a second amino run beside an open transaction", timeout=20)
+        took = time.monotonic() - started
+        if out.split() != ["n", "v", "6"]:
+            raise tc.Failure("the second run saw %r, not the state before the transaction "
+                             "(n and v listed, v's size)" % out)
+    finally:
+        with open(gate, "w") as g:
+            g.write("go\n")
+    rc, out, err = mc.finish(holder, ["sh"], "the transaction's shell")
+    if rc != 0:
+        raise tc.Failure("the transaction's shell exited %d: %s" % (rc, err))
+    _, out, _ = fs.run(["cat", fs.path("rw", "t1")])
+    if out != "1\n":
+        raise tc.Failure("the transaction's file holds %r after its commit" % out)
+    tc.say("another run beside an open transaction: started, listed and stat'ed in "
+           "%.2f s" % took)
+
+
 def body(args, scratch):
     rounds = tc.scaled(50)
     fs = tc.Fs(scratch, "fs")
@@ -81,6 +125,7 @@ def body(args, scratch):
     _, out, _ = fs.run([mc.prog("readwait"), fs.path("rw"), "0.5"])
     for line in out.splitlines():
         tc.say("reader " + line)
+    other_run(fs, scratch)
     fs.fsck("the readers")
 
     def plain_native(i, audit):

@@ -111,6 +111,53 @@ void TouchLinksAlone(MountFs& m, const std::vector<schema::FileId>& links,
 
 }  // namespace
 
+namespace {
+
+// One attempt at a call in a transaction of its own (nested in `parent`, when given): its
+// status, and the links its path walks followed whose access times are still to be touched.
+struct Attempt {
+  schema::Status status;
+  std::vector<schema::FileId> links;
+};
+
+Attempt AttemptCall(MountFs& m, const std::function<schema::Status(schema::Transaction&)>& body,
+                    schema::Transaction* parent, const schema::TxnOptions& options) {
+  Attempt out;
+  auto txn = m.fs->Begin(parent, options);
+  if (!txn.ok()) {
+    out.status = txn.status();
+    return out;
+  }
+  out.status = body(*txn);
+  out.links = m.fs->TakeFollowedLinks();
+  // A snapshot cannot write: its links are touched afterwards, if nothing stands in the way.
+  if (out.status.ok() && !out.links.empty() && !options.snapshot) {
+    out.status = TouchLinks(m, *txn, out.links);
+    out.links.clear();
+  }
+  if (!out.status.ok() && !out.status.is_conflict()) {
+    // A failure is an answer too: only if what it rests on is still so (records read from
+    // the cache and through cursors at different moments can even look damaged).
+    if (schema::Status held = txn->CheckCachedReads(); !held.ok()) out.status = held;
+  }
+  const bool wrote = txn->wrote();
+  if (out.status.ok()) {
+    out.status = txn->Commit();
+    if (out.status.ok() && wrote) ++m.change_generation;
+  } else if (parent && !out.status.is_conflict() && !out.status.is_storage() && !wrote) {
+    // A call that fails inside an application transaction without having changed anything
+    // hands its read locks to the transaction, as one that succeeds does: what it found (a
+    // name missing, a permission lacking) stays true until the transaction ends. (Aborting
+    // would release them: two transactions could both see a name missing and both create it.)
+    if (schema::Status st = txn->Commit(); !st.ok()) out.status = st;
+  } else {
+    (void)txn->Abort();
+  }
+  return out;
+}
+
+}  // namespace
+
 CallOutcome RunCallAlone(MountFs& m,
                          const std::function<schema::Status(schema::Transaction&)>& body,
                          schema::Transaction* parent) {
@@ -119,38 +166,23 @@ CallOutcome RunCallAlone(MountFs& m,
   options.durability = m.durability;
   options.nowait = true;
   options.cached = parent == nullptr;  // a call of its own: committed records may come cached
-  CallOutcome out;
-  std::vector<schema::FileId> links;
-  auto txn = m.fs->Begin(parent, options);
-  if (!txn.ok()) {
-    out.status = txn.status();
-  } else {
-    out.status = body(*txn);
-    links = m.fs->TakeFollowedLinks();
-    if (out.status.ok() && !links.empty()) {
-      out.status = TouchLinks(m, *txn, links);
-      links.clear();
-    }
-    if (!out.status.ok() && !out.status.is_conflict()) {
-      // A failure is an answer too: only if what it rests on is still so (records read from
-      // the cache and through cursors at different moments can even look damaged).
-      if (schema::Status held = txn->CheckCachedReads(); !held.ok()) out.status = held;
-    }
-    const bool wrote = txn->wrote();
-    if (out.status.ok()) {
-      out.status = txn->Commit();
-      if (out.status.ok() && wrote) ++m.change_generation;
-    } else if (parent && !out.status.is_conflict() && !out.status.is_storage() && !wrote) {
-      // A call that fails inside an application transaction without having changed anything
-      // hands its read locks to the transaction, as one that succeeds does: what it found (a
-      // name missing, a permission lacking) stays true until the transaction ends. (Aborting
-      // would release them: two transactions could both see a name missing and both create it.)
-      if (schema::Status st = txn->Commit(); !st.ok()) out.status = st;
-    } else {
-      (void)txn->Abort();
+  Attempt out = AttemptCall(m, body, parent, options);
+  if (out.status.is_conflict() && !parent && m.snapshot_allowed) {
+    // It met a lock of another transaction (an application transaction still open, say). A
+    // call that only reads answers from the last committed state instead of waiting: it is
+    // then ordered before that transaction, which it cannot see. One that would change
+    // anything still waits for the lock.
+    options.snapshot = true;
+    options.cached = false;
+    Attempt snapshot = AttemptCall(m, body, parent, options);
+    if (!snapshot.status.is_conflict()) {
+      ++m.snapshot_reads;
+      out = std::move(snapshot);
+    } else if (m.fs->SnapshotRefusedChange()) {
+      m.snapshot_refused = true;
     }
   }
-  if (!links.empty() && !out.status.is_conflict()) TouchLinksAlone(m, links, parent);
+  if (!out.links.empty() && !out.status.is_conflict()) TouchLinksAlone(m, out.links, parent);
   return Classify(m, std::move(out.status));
 }
 

@@ -41,6 +41,14 @@ struct MountFs {
   // Per-call transactions run so far (to tell a served call from one the kernel or the host
   // emulation performed).
   uint64_t calls_run = 0;
+  // Calls answered from the last committed state because another transaction held a lock
+  // they met (RunCallAlone).
+  uint64_t snapshot_reads = 0;
+  // Set by the handler for each call: whether a conflict may be answered from a snapshot (not
+  // for the retries of a call that wants to change something); and set when the call's
+  // snapshot attempt wanted to change something.
+  bool snapshot_allowed = true;
+  bool snapshot_refused = false;
 };
 
 // Every mount of `table` opened (running recovery where a previous user died). `sync`: every

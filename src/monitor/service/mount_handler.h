@@ -31,6 +31,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "monitor/call_handler.h"
@@ -337,8 +338,9 @@ class MountHandler : public CallHandler, public TxnControl {
   host::ScopedFd probe_read_, probe_write_;  // a pipe WriterCame copies into without consuming
   // Declared after the mounts: transactions end before the file systems close.
   TxnManager txns_;
-  pid_t caller_ = 0;      // the thread whose call is being served
-  CallerTxn caller_txn_;  // its application transaction, while one is being served
+  pid_t caller_ = 0;                    // the thread whose call is being served
+  std::unordered_set<pid_t> changing_;  // parked calls that would change something
+  CallerTxn caller_txn_;                // its application transaction, while one is being served
   bool external_ = false;
   bool flush_failed_ = false;  // reported once
   bool finished_ = false;

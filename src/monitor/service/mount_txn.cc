@@ -2,6 +2,7 @@
 // served inside the caller's current transaction (user_txn.h).
 #include <fcntl.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 
@@ -38,10 +39,13 @@ void MountHandler::Finish() {
 void MountHandler::PrintStats(FILE* out) const {
   for (const auto& m : mounts_) {
     const auto [hits, misses] = m->fs->ReadCacheStats();
-    std::fprintf(out, "amino: %s: read cache %llu hits, %llu misses (%.0f%%)\n",
+    std::fprintf(out,
+                 "amino: %s: read cache %llu hits, %llu misses (%.0f%%); %llu calls read a "
+                 "snapshot past another transaction's lock\n",
                  m->mount->point.c_str(), static_cast<unsigned long long>(hits),
                  static_cast<unsigned long long>(misses),
-                 hits + misses ? 100.0 * static_cast<double>(hits) / (hits + misses) : 0.0);
+                 hits + misses ? 100.0 * static_cast<double>(hits) / (hits + misses) : 0.0,
+                 static_cast<unsigned long long>(m->snapshot_reads));
   }
 }
 
@@ -84,10 +88,23 @@ Decision MountHandler::OnEntry(Thread& t, SyscallRegs& call) {
 
 Decision MountHandler::ServePlain(Thread& t, SyscallRegs& call) {
   // Outside any transaction: a conflict parks the call, for no longer than the lock timeout.
+  // A call parked because it would change something goes on waiting for the lock when it is
+  // tried again; one that only reads answers from a snapshot (RunCallAlone).
+  const bool changes = changing_.count(t.tid) > 0;
+  for (auto& m : mounts_) {
+    m->snapshot_allowed = !changes;
+    m->snapshot_refused = false;
+  }
   caller_ = t.tid;
   Decision d = Serve(t, call);
   caller_ = 0;
-  if (d.kind != Decision::Kind::kPark) txns_.OnPlainProgress(t.tid);
+  if (d.kind != Decision::Kind::kPark) {
+    txns_.OnPlainProgress(t.tid);
+    if (changes) changing_.erase(t.tid);
+  } else if (std::any_of(mounts_.begin(), mounts_.end(),
+                         [](const auto& m) { return m->snapshot_refused; })) {
+    changing_.insert(t.tid);
+  }
   return d;
 }
 

@@ -10,15 +10,20 @@
 //   abort    the same, but W aborts: R's read returns the old content.
 //   opened   R opens DIR/v before W writes and reads through that descriptor after: it waits
 //            for W's commit and returns the new content.
+//   metadata W writes DIR/v and creates DIR/n; R then stats DIR/v and lists DIR: it never
+//            waits for W (metadata keep versions): the old size, and no n, at once; after W's
+//            commit the new size, and n.
 //
-//   readwait DIR HOLD    runs the four cases; prints "<case>: ok (read waited X s)" for each.
+//   readwait DIR HOLD    runs the five cases; prints "<case>: ok (...)" for each.
 // Exit status 0 when every check passed.
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "amino/amino.h"
@@ -117,6 +122,57 @@ static void run_case(const char* what) {
   expect_content(path, abort ? "old\n" : "new\n");
 }
 
+// R of the metadata case: for each word (1: look; 0: stop) sends DIR/v's size and whether DIR
+// lists n.
+static int looker(void* arg, struct Link w) {
+  const char* dir = arg;
+  set_who("readwait looker");
+  while (recv_word(w.recv) != 0) {
+    struct stat st;
+    must(stat(path, &st), "stat", path);
+    DIR* d = opendir(dir);
+    if (!d) fail("opendir %s: %s", dir, err_name(errno));
+    uint64_t listed = 0;
+    for (struct dirent* e; (e = readdir(d));) listed |= strcmp(e->d_name, "n") == 0;
+    closedir(d);
+    send_word(w.send, (uint64_t)st.st_size);
+    send_word(w.send, listed);
+  }
+  return 0;
+}
+
+// Asks the looker and checks its answer comes within HOLD seconds (it must not wait for W).
+static void look(struct Link r, uint64_t size, uint64_t listed, const char* when) {
+  send_word(r.send, 1);
+  if (!answered(r.recv, hold * 20)) fail("a stat and a listing %s did not answer", when);
+  const uint64_t got_size = recv_word(r.recv), got_listed = recv_word(r.recv);
+  if (got_size != size || got_listed != listed) {
+    fail("%s: size %llu and n %s, not size %llu and n %s", when, (unsigned long long)got_size,
+         got_listed ? "listed" : "missing", (unsigned long long)size,
+         listed ? "listed" : "missing");
+  }
+}
+
+static void metadata_case(const char* dir) {
+  set_who("readwait metadata");
+  char n[4200];
+  snprintf(n, sizeof n, "%s/n", dir);
+  must(write_file(path, "old\n"), "write", path);
+  struct Link r;
+  int pid = spawn_linked(looker, (void*)dir, &r);
+  must(amino_begin(NULL), "amino_begin", "");
+  must(write_file(path, "newer\n"), "write", path);
+  must(write_file(n, "n\n"), "write", n);
+  look(r, 4, 0, "while the transaction was open");
+  must(amino_commit(), "amino_commit", "");
+  look(r, 6, 1, "after the commit");
+  send_word(r.send, 0);
+  if (reap(pid) != 0) fail("the looker failed");
+  printf(
+      "metadata: ok (the old size and no new name at once while the transaction was open, "
+      "the new ones after its commit)\n");
+}
+
 int main(int argc, char** argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: readwait DIR HOLD\n");
@@ -130,5 +186,6 @@ int main(int argc, char** argv) {
   run_case("commit");
   run_case("abort");
   run_case("opened");
+  metadata_case(argv[1]);
   return 0;
 }
