@@ -38,3 +38,9 @@ install(DIRECTORY profiles/ DESTINATION ${CMAKE_INSTALL_DATADIR}/amino/profiles
   FILES_MATCHING PATTERN "*.profile")
 install(FILES cmake/amino.bash-completion DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
   RENAME amino)
+
+# The Python package, where Debian's python3 finds modules of packages installed under /usr
+# (under another prefix, that prefix's directory goes on PYTHONPATH).
+set(AMINO_INSTALL_PYTHONDIR "lib/python3/dist-packages" CACHE STRING
+  "Where the Python package is installed, relative to the prefix")
+install(FILES python/amino/__init__.py DESTINATION ${AMINO_INSTALL_PYTHONDIR}/amino)

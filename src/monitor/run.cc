@@ -37,8 +37,13 @@ std::unique_ptr<CallHandler> MakeMountHandler(const RunOptions& options) {
     std::fprintf(stderr, "amino run: %s\n", prepared.error().c_str());
     return nullptr;
   }
-  // What was created on first use is not reported: the command's terminal and stderr are its
-  // own (`amino mounts` shows the table, README says what the default creates).
+  // What the default mount creates on first use is not reported: the command's terminal and
+  // stderr are its own (README says what the default creates). What concerns a mount the user
+  // declared is: a mount point made where none was (a relative one, resolved), a host
+  // directory whose files the mount hides.
+  for (const std::string& notice : prepared->notices) {
+    std::fprintf(stderr, "amino run: %s\n", notice.c_str());
+  }
   service::ServiceOptions service;
   service.sync = options.durability == "sync";
   service.flush_user_commits = options.durability == "sync" || options.durability == "commit";

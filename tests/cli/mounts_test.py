@@ -123,6 +123,35 @@ class MountsTest(clitest.TreeTestCase):
                          f"(create it with 'amino mkfs {self.path('missing')}', or add the "
                          f"option 'create')")
 
+    def run_quietly(self, *args):
+        """`amino run ARGS`: its exit status and stderr lines (stdout must be the command's)."""
+        proc = subprocess.run([clitest.AMINO, "run", *args], env=self.env, cwd=self.tmp,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        return proc.returncode, proc.stdout.decode(), proc.stderr.decode().splitlines()
+
+    def test_run_says_what_it_did_to_the_host_for_a_declared_mount(self):
+        subprocess.run([clitest.AMINO, "mkfs", self.path("db")], check=True,
+                       stdout=subprocess.DEVNULL)
+        # A relative mount point that does not exist: made, and where it is said.
+        rc, out, err = self.run_quietly("--mount", "rel=db", "--", "echo", "hi")
+        self.assertEqual((rc, out), (0, "hi\n"))
+        self.assertEqual(err, [f"amino run: --mount: created mount point {self.path('rel')}"])
+        self.assertTrue(os.path.isdir(self.path("rel")))
+        # Made once: the next run says nothing.
+        self.assertEqual(self.run_quietly("--mount", "rel=db", "--", "true"), (0, "", []))
+        # A host directory with files in it: they are hidden, and that is said.
+        os.makedirs(self.path("full"))
+        for name in ("a", "b"):
+            open(self.path("full", name), "w").close()
+        rc, out, err = self.run_quietly("--mount", "full=db", "--", "ls", self.path("full"))
+        self.assertEqual((rc, out), (0, ""))
+        self.assertEqual(err, [f"amino run: --mount: the host directory {self.path('full')} is "
+                               f"not empty: its 2 entries are hidden while the mount serves it"])
+        # The default mount, made on first use, is the README's business: nothing is said.
+        rc, out, err = self.run_quietly("--", "true")
+        self.assertEqual((rc, err), (0, []))
+        self.assertTrue(os.path.isdir(os.path.join(self.home, "amino")))
+
     def test_file_errors_give_line_and_column(self):
         a, b = self.db("a"), self.db("b")
 

@@ -48,6 +48,18 @@ bool NeedsMkfs(const std::string& dir) {
   return empty;
 }
 
+// Entries of directory `dir` besides . and .. (up to 1001: a count to report, not to use).
+size_t CountEntries(const std::string& dir) {
+  DIR* d = opendir(dir.c_str());
+  if (!d) return 0;
+  size_t n = 0;
+  while (dirent* e = readdir(d)) {
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0 && ++n > 1000) break;
+  }
+  closedir(d);
+  return n;
+}
+
 std::string RealPath(const std::string& path, int* err) {
   char* r = realpath(path.c_str(), nullptr);
   if (!r) {
@@ -77,6 +89,8 @@ ConfigResult<PreparedMounts> PrepareMounts(const MountTable& table) {
       // Exactly 0755 whatever the umask: programs list and enter it.
       chmod(m.point.c_str(), 0755);
       out.actions.push_back("created mount point " + m.point);
+      // The default mount's creation is the README's business; one the user named is said.
+      if (m.origin != "default") out.notices.push_back(who + "created mount point " + m.point);
     }
     int err = 0;
     m.host_point = RealPath(m.point, &err);
@@ -87,6 +101,12 @@ ConfigResult<PreparedMounts> PrepareMounts(const MountTable& table) {
     }
     m.host_dev = st.st_dev;
     m.host_ino = st.st_ino;
+    if (size_t n = CountEntries(m.host_point); n > 0) {
+      out.notices.push_back(who + "the host directory " + m.host_point + " is not empty: its " +
+                            (n > 1000 ? "more than 1000" : std::to_string(n)) +
+                            (n == 1 ? " entry is" : " entries are") +
+                            " hidden while the mount serves it");
+    }
 
     if (m.create && NeedsMkfs(m.db_dir)) {
       std::string parent = m.db_dir.substr(0, std::max<size_t>(m.db_dir.rfind('/'), 1));

@@ -14,6 +14,10 @@ namespace amino::monitor::mounts {
 struct PreparedMounts {
   MountTable table;                  // host_point, host_dev and host_ino filled in
   std::vector<std::string> actions;  // what was done, one line each ("created ...")
+  // What the user should hear of, one line each: a mount point created for a mount declared
+  // on the command line or in a file (where a relative one is), and a host directory whose
+  // entries the mount hides.
+  std::vector<std::string> notices;
 };
 
 // For every mount: creates the mount point if missing (missing parents too; the mount point
