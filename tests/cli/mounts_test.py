@@ -139,14 +139,16 @@ class MountsTest(clitest.TreeTestCase):
         self.assertTrue(os.path.isdir(self.path("rel")))
         # Made once: the next run says nothing.
         self.assertEqual(self.run_quietly("--mount", "rel=db", "--", "true"), (0, "", []))
-        # A host directory with files in it: they are hidden, and that is said.
-        os.makedirs(self.path("full"))
-        for name in ("a", "b"):
+        # A host directory with files in it: they are hidden, and that is said (empty
+        # directories hide nothing).
+        os.makedirs(self.path("full", "d", "e"))
+        self.assertEqual(self.run_quietly("--mount", "full=db", "--", "true"), (0, "", []))
+        for name in ("a", "d/b"):
             open(self.path("full", name), "w").close()
         rc, out, err = self.run_quietly("--mount", "full=db", "--", "ls", self.path("full"))
         self.assertEqual((rc, out), (0, ""))
-        self.assertEqual(err, [f"amino run: --mount: the host directory {self.path('full')} is "
-                               f"not empty: its 2 entries are hidden while the mount serves it"])
+        self.assertEqual(err, [f"amino run: --mount: the host directory {self.path('full')} holds "
+                               f"2 files, hidden while the mount serves it"])
         # The default mount, made on first use, is the README's business: nothing is said.
         rc, out, err = self.run_quietly("--", "true")
         self.assertEqual((rc, err), (0, []))

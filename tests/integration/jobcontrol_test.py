@@ -20,11 +20,14 @@ PROMPT_LINE = re.compile(r"^(\^C)?\$( |$)")
 class Terminal:
     """A tmux server of its own, running one interactive bash in a 100x30 window."""
 
-    def __init__(self, test, cwd, env):
+    def __init__(self, test, cwd, env, bindir):
         self.socket = f"amino-it-{os.getpid()}-{time.monotonic_ns()}"
         self.test = test
-        # The test's own HOME: `amino run` makes its default mount there.
-        shell = (f"env -i PATH=/usr/bin:/bin TERM=screen HOME={shlex.quote(env['HOME'])} "
+        # The test's own HOME: `amino run` makes its default mount there. `bindir` holds the
+        # job, outside the directory a mount mode mounts (where it would be a host file the
+        # mount hides, which amino run points out).
+        shell = (f"env -i PATH={shlex.quote(bindir)}:/usr/bin:/bin TERM=screen "
+                 f"HOME={shlex.quote(env['HOME'])} "
                  "PS1='$ ' bash --norc --noprofile -i")
         self.tmux("new-session", "-d", "-x", "100", "-y", "30", "-c", cwd, shell)
         test.addCleanup(self.tmux, "kill-server", check=False)
@@ -71,15 +74,16 @@ class JobControlTest(ittest.ScenarioTest):
             self.fail("tmux is missing: run scripts/install-deps")
 
     def session(self, mode):
-        """Runs the interactive program as job ./prog in a terminal: stop, resume, interrupt.
+        """Runs the interactive program as job prog in a terminal: stop, resume, interrupt.
         Returns what the terminal showed."""
+        bindir = self.scratch()
         scratch = self.scratch()
-        command = ittest.amino_prefix(mode) + [program("interactive")]
-        with open(os.path.join(scratch, "prog"), "w") as f:
+        command = ittest.amino_prefix(mode, scratch=scratch) + [program("interactive")]
+        with open(os.path.join(bindir, "prog"), "w") as f:
             f.write("#!/bin/sh\nexec " + " ".join(f"'{c}'" for c in command) + "\n")
-        os.chmod(os.path.join(scratch, "prog"), 0o755)
-        term = Terminal(self, scratch, self.env())
-        term.type("./prog")
+        os.chmod(os.path.join(bindir, "prog"), 0o755)
+        term = Terminal(self, scratch, self.env(), bindir)
+        term.type("prog")
         term.wait_for_text("ready")
         term.keys("C-z")
         term.wait_for_text("Stopped")
@@ -87,7 +91,7 @@ class JobControlTest(ittest.ScenarioTest):
         term.type("jobs")
         term.wait_for_prompt(3)
         term.type("fg")
-        term.wait_for_text("./prog", count=4)
+        term.wait_for_text("prog", count=4)
         term.type("hello")
         term.wait_for_text("got: hello")
         term.keys("C-c")
@@ -95,7 +99,7 @@ class JobControlTest(ittest.ScenarioTest):
         term.type("echo status=$?")
         term.wait_for_text("status=")
         term.wait_for_prompt(5)
-        term.type("./prog")
+        term.type("prog")
         term.wait_for_text("ready", count=2)
         term.type("bye")
         term.wait_for_text("got: bye")
@@ -105,7 +109,7 @@ class JobControlTest(ittest.ScenarioTest):
         term.type("echo status=$?")
         term.wait_for_prompt(7)
         # Ctrl-C ends a shell loop too: the shell sees its job killed by SIGINT and stops.
-        term.type("for i in 1 2 3; do ./prog; echo after $i; done")
+        term.type("for i in 1 2 3; do prog; echo after $i; done")
         term.wait_for_text("ready", count=3)
         for _ in range(3):
             term.keys("C-c")

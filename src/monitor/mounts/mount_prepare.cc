@@ -48,16 +48,25 @@ bool NeedsMkfs(const std::string& dir) {
   return empty;
 }
 
-// Entries of directory `dir` besides . and .. (up to 1001: a count to report, not to use).
-size_t CountEntries(const std::string& dir) {
+// Files (anything but a directory) under directory `dir`, counted up to 1001 (a number to
+// report, not to use). Empty directories hide nothing: a cwd made ready under a mount point
+// before a run is one.
+size_t CountFiles(const std::string& dir, size_t found = 0) {
   DIR* d = opendir(dir.c_str());
-  if (!d) return 0;
-  size_t n = 0;
+  if (!d) return found;
   while (dirent* e = readdir(d)) {
-    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0 && ++n > 1000) break;
+    if (found > 1000) break;
+    if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+    const std::string path = dir + "/" + e->d_name;
+    struct stat st;
+    if (lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      found = CountFiles(path, found);
+    } else {
+      ++found;
+    }
   }
   closedir(d);
-  return n;
+  return found;
 }
 
 std::string RealPath(const std::string& path, int* err) {
@@ -101,11 +110,10 @@ ConfigResult<PreparedMounts> PrepareMounts(const MountTable& table) {
     }
     m.host_dev = st.st_dev;
     m.host_ino = st.st_ino;
-    if (size_t n = CountEntries(m.host_point); n > 0) {
-      out.notices.push_back(who + "the host directory " + m.host_point + " is not empty: its " +
+    if (size_t n = CountFiles(m.host_point); n > 0) {
+      out.notices.push_back(who + "the host directory " + m.host_point + " holds " +
                             (n > 1000 ? "more than 1000" : std::to_string(n)) +
-                            (n == 1 ? " entry is" : " entries are") +
-                            " hidden while the mount serves it");
+                            (n == 1 ? " file" : " files") + ", hidden while the mount serves it");
     }
 
     if (m.create && NeedsMkfs(m.db_dir)) {
