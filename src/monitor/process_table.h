@@ -24,8 +24,11 @@ struct FdTable {
 };
 
 struct FsContext {
-  // The kernel's cwd as it names it (readlink of /proc/PID/cwd), once known; "" before.
+  // The kernel's cwd as it names it (readlink of /proc/PID/cwd), once known; "" before. Read
+  // again when host directories were renamed since (MountHandler::HostCwd): one above it may
+  // have moved.
   std::string host_cwd;
+  uint64_t host_cwd_renames = 0;
   // A virtual cwd inside an Amino mount (the kernel has no directory there): the mount's index
   // in the handler's table (-1: none, the kernel's cwd applies), the directory's file id, and
   // its mount-relative path as of the mount's directory generation `cwd_generation`.

@@ -45,6 +45,7 @@ MountHandler::MountHandler(mounts::MountTable table, std::vector<std::unique_ptr
       external_(options.external) {
   // The file systems were opened on the table before it moved: point them at its new home.
   for (size_t i = 0; i < mounts_.size(); ++i) mounts_[i]->mount = &mount_table_.mounts()[i];
+  mount_dirs_ = MountDirs(mount_table_);
   for (auto& m : mounts_) {
     MountFs* fs = m.get();
     fs->after_abort = [this, fs] { shared_maps_.RefreshAll(*fs); };

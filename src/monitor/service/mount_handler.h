@@ -40,6 +40,7 @@
 #include "monitor/mounts/mount_table.h"
 #include "monitor/mounts/path_resolver.h"
 #include "monitor/service/host_nodes.h"
+#include "monitor/service/mount_dirs.h"
 #include "monitor/service/mount_fs.h"
 #include "monitor/service/served_file.h"
 #include "monitor/service/shared_mappings.h"
@@ -338,6 +339,12 @@ class MountHandler : public CallHandler, public TxnControl {
   host::ScopedFd probe_read_, probe_write_;  // a pipe WriterCame copies into without consuming
   // Declared after the mounts: transactions end before the file systems close.
   TxnManager txns_;
+  MountDirs mount_dirs_;  // directories renames must not move (mount_dirs.h)
+  // Renames the kernel made or was let make on host paths (counted at the call, and again at
+  // the renaming thread's next call, when it has surely happened): cached host cwds older than
+  // the count are read again.
+  uint64_t host_renames_ = 0;
+  pid_t renamer_ = 0;
   pid_t caller_ = 0;                    // the thread whose call is being served
   std::unordered_set<pid_t> changing_;  // parked calls that would change something
   CallerTxn caller_txn_;                // its application transaction, while one is being served

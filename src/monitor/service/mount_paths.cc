@@ -385,6 +385,13 @@ Decision MountHandler::PathPair(Thread& t, SyscallRegs& call, Target* targets, i
       if (err < 0) return Conflict();
       if (err) return Decision::Emulate(-err);
     }
+    // Moving a mount point itself elsewhere: busy, as Linux says of one (not EXDEV, which would
+    // have mv copy the whole mount out and empty it).
+    const long nr = call.nr();
+    if (nr != SYS_link && nr != SYS_linkat && targets[0].kind == Target::Kind::kServed &&
+        (targets[0].path == "/" || targets[0].path.empty())) {
+      return Decision::Emulate(-EBUSY);
+    }
     return Decision::Emulate(-EXDEV);
   }
   return ServePath(t, call, targets, 2, args);
@@ -437,6 +444,25 @@ Decision MountHandler::PathCall(Thread& t, SyscallRegs& call) {
   }
   if (std::optional<Decision> d = ThroughFdLinks(t, call, *info, paths[0].path, n, targets)) {
     return *d;
+  }
+
+  // A rename that would move a mount point's host directory, or one above it, away from the
+  // mount (mount_dirs.h).
+  if (n == 2 && (nr == SYS_rename || nr == SYS_renameat || nr == SYS_renameat2)) {
+    for (int i = 0; i < 2; ++i) {
+      if (!on_host(targets[i])) continue;
+      const bool sub = targets[i].kind == Target::Kind::kSubstitute;
+      if (mount_dirs_.Named(t.tid, sub ? AT_FDCWD : paths[i].dirfd,
+                            sub ? targets[i].path : paths[i].path,
+                            i == 0 || (nr == SYS_renameat2 && (call.arg(4) & RENAME_EXCHANGE)))) {
+        return Decision::Emulate(-EBUSY);
+      }
+    }
+    // A directory above some process's cwd may move: every cached host cwd is read again.
+    if (on_host(targets[0])) {
+      ++host_renames_;
+      renamer_ = t.tid;
+    }
   }
 
   // A host directory the monitor holds for the tracee (a notified substitute open): the kernel

@@ -89,7 +89,10 @@ std::string MountHandler::CwdPath(Thread& t) {
 
 const std::string& MountHandler::HostCwd(Thread& t) {
   FsContext& fs = *t.proc->fs;
-  if (fs.host_cwd.empty()) fs.host_cwd = host::ReadLink("/proc/" + std::to_string(t.tid) + "/cwd");
+  if (fs.host_cwd.empty() || fs.host_cwd_renames != host_renames_) {
+    fs.host_cwd = host::ReadLink("/proc/" + std::to_string(t.tid) + "/cwd");
+    fs.host_cwd_renames = host_renames_;
+  }
   return fs.host_cwd;
 }
 

@@ -68,6 +68,10 @@ bool MountHandler::FlushForOutput() {
 
 Decision MountHandler::OnEntry(Thread& t, SyscallRegs& call) {
   const long nr = call.nr();
+  if (renamer_ == t.tid) {
+    ++host_renames_;  // its rename is done now
+    renamer_ = 0;
+  }
   if (IsLibaminoCall(nr)) return TxnCall(t, call);
   if (!fifo_waits_.empty()) {
     if (std::optional<Decision> d = ResumeFifoWait(t, call)) return *d;
