@@ -11,8 +11,10 @@ class Writer {
   explicit Writer(std::string* out) : out_(out) {}
   template <typename T>
   void Put(T v) {
+    char bytes[sizeof(T)];  // little-endian whatever the host; one append, not one per byte
     for (size_t i = 0; i < sizeof(T); ++i)
-      out_->push_back(static_cast<char>((uint64_t(v) >> (8 * i)) & 0xff));
+      bytes[i] = static_cast<char>((uint64_t(v) >> (8 * i)) & 0xff);
+    out_->append(bytes, sizeof(T));
   }
 
  private:
@@ -160,10 +162,8 @@ bool ParsePageKey(std::string_view key, FileId* id, uint64_t* page) {
   return true;
 }
 
-std::string EncodeAttr(const Attr& a) {
-  std::string out;
-  out.reserve(kAttrSize);
-  Writer w(&out);
+static void AppendAttr(const Attr& a, std::string* out) {
+  Writer w(out);
   w.Put<uint8_t>(a.flags ? kAttrVersionWithFlags : kAttrVersion);
   w.Put(a.mode);
   w.Put(a.nlink);
@@ -176,6 +176,12 @@ std::string EncodeAttr(const Attr& a) {
   PutTime(w, a.mtime);
   PutTime(w, a.ctime);
   if (a.flags) w.Put(a.flags);
+}
+
+std::string EncodeAttr(const Attr& a) {
+  std::string out;
+  out.reserve(kAttrSize);
+  AppendAttr(a, &out);
   return out;
 }
 
@@ -202,11 +208,12 @@ bool DecodeAttr(std::string_view in, Attr* a) {
 
 std::string EncodePathValue(const PathValue& v) {
   std::string out;
+  out.reserve(sizeof v.id + sizeof v.mode + 1 + kAttrSize);
   Writer w(&out);
   w.Put(v.id);
   w.Put(v.mode);
   w.Put<uint8_t>(v.plmd ? 1 : 0);
-  if (v.plmd) out += EncodeAttr(*v.plmd);
+  if (v.plmd) AppendAttr(*v.plmd, &out);
   return out;
 }
 

@@ -262,6 +262,19 @@ Result<Resolved> Ops::Resolve(DB_TXN* t, const Cred& c, std::string_view path, b
       r.node = std::move(n);
       return r;
     }
+    if (!pv) {
+      // No such name; if its directory is one, that is the answer (a new file's creation, a
+      // search along PATH) without the walk.
+      const std::string_view parent = ParentPath(path);
+      AMINO_ASSIGN_OR_RETURN(std::optional<PathValue> dir, GetPath(t, parent));
+      if (dir && S_ISDIR(dir->mode)) {
+        Resolved r;
+        r.parent = std::string(parent);
+        r.name = std::string(BaseName(path));
+        if (r.name.size() > kNameMax) return Status::Errno(ENAMETOOLONG);
+        return r;
+      }
+    }
   }
 
   std::deque<std::string> rest;

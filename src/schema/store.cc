@@ -14,6 +14,7 @@
 
 #include "schema/records.h"
 #include "schema/store_files.h"
+#include "schema/txn_reads.h"
 
 namespace amino::schema {
 
@@ -263,6 +264,19 @@ Result<std::optional<std::string>> Store::Get(DB* db, DB_TXN* txn, std::string_v
                                               uint32_t flags) {
   // Reads with flags (DB_RMW takes the record for writing) always go to Berkeley DB.
   if (flags & DB_RMW) AMINO_RETURN_IF_ERROR(MayChange(txn));
+  const int db_index = txn && flags == 0 ? DbIndex(db) : -1;
+  if (db_index >= 0) {
+    if (const std::optional<std::string>* seen = TxnReads::Find(this, txn, db_index, key)) {
+      return *seen;
+    }
+  }
+  auto value = ReadThroughCache(db, txn, key, flags);
+  if (db_index >= 0 && value.ok()) TxnReads::Remember(this, txn, db_index, key, *value);
+  return value;
+}
+
+Result<std::optional<std::string>> Store::ReadThroughCache(DB* db, DB_TXN* txn,
+                                                           std::string_view key, uint32_t flags) {
   const bool cacheable = cache_ && txn && txn == cache_txn_ && !cache_txn_wrote_ && flags == 0;
   const int index = cacheable ? DbIndex(db) : -1;
   if (index >= 0) {
@@ -316,8 +330,9 @@ int Store::DbIndex(DB* db) const {
 }
 
 void Store::NoteWrite(DB* db, std::string_view key) {
-  if (!cache_) return;
   const int index = DbIndex(db);
+  if (index >= 0) TxnReads::Forget(index, key);
+  if (!cache_) return;
   if (index >= 0) cache_->Forget(index, key);
   if (cache_txn_) cache_txn_wrote_ = true;  // what it reads next may be uncommitted
 }

@@ -121,6 +121,9 @@ class Store {
   int DbIndex(DB* db) const;
   Result<std::optional<std::string>> GetLocked(DB* db, DB_TXN* txn, std::string_view key,
                                                uint32_t flags);
+  // Get past what the transaction read already (txn_reads.h).
+  Result<std::optional<std::string>> ReadThroughCache(DB* db, DB_TXN* txn, std::string_view key,
+                                                      uint32_t flags);
   std::unique_ptr<ReadCache> cache_;
   DB_TXN* cache_txn_ = nullptr;     // the transaction that may read from the cache
   uint64_t cache_txn_began_ = 0;    // the generation it began at

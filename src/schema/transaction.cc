@@ -5,6 +5,7 @@
 #include <string>
 
 #include "schema/store.h"
+#include "schema/txn_reads.h"
 
 namespace amino::schema {
 
@@ -54,11 +55,13 @@ Status Transaction::Commit() {
   if (top) {
     if (Status stale = store_->BeforeTopLevelCommit(t, writes_at_begin_); !stale.ok()) {
       (void)UndoHolds();
+      TxnReads::End(t);
       (void)t->abort(t);
       store_->EndTopLevel(t);
       return stale;
     }
   }
+  TxnReads::End(t);
   Status st = DbStatus(t->commit(t, 0), "commit");
   if (top) store_->EndTopLevel(t);
   if (st.ok() && parent_) {
@@ -90,6 +93,7 @@ Status Transaction::Abort() {
   txn_ = nullptr;
   // Before the abort lets go of the records that the undone releases needed (open_holds.h).
   Status undone = UndoHolds();
+  TxnReads::End(t);
   Status st = DbStatus(t->abort(t), "abort");
   if (!parent_ && store_) store_->EndTopLevel(t);
   return st.ok() ? undone : st;
