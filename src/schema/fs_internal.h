@@ -61,7 +61,7 @@ class Ops {
   // Records.
   Result<std::optional<PathValue>> GetPath(DB_TXN* t, std::string_view path);
   Status PutPath(DB_TXN* t, std::string_view path, const PathValue& v);
-  Result<InodeValue> GetInode(DB_TXN* t, FileId id);
+  Result<InodeValue> GetInode(DB_TXN* t, FileId id, uint32_t flags = 0);  // DB_RMW: for writing
   // The same for a file that may be gone (freed): nullopt then; an unreadable one is damage.
   Result<std::optional<InodeValue>> FindInode(DB_TXN* t, FileId id);
   Status PutInode(DB_TXN* t, FileId id, const InodeValue& v);
@@ -107,7 +107,8 @@ class Ops {
   // Removes one name of a file; frees or orphans the file when it was the last.
   Status RemoveName(DB_TXN* t, Node& node, std::string_view path, const timespec& now);
   // Frees a file no name and no open description refer to: pages, xattrs, records.
-  Status FreeFile(DB_TXN* t, FileId id);
+  // `orphan_record`: it may have an Orphan record (it had no name before this transaction).
+  Status FreeFile(DB_TXN* t, FileId id, bool orphan_record = true);
   // Deletes the pages of `id` at and past byte `from` and trims the page that holds it.
   Status TruncatePages(DB_TXN* t, FileId id, uint64_t from, uint64_t old_size, uint64_t* blocks);
   Status SetSize(DB_TXN* t, Node& node, uint64_t length, const timespec& now);

@@ -118,7 +118,7 @@ Result<Node> Ops::CreateUnnamed(DB_TXN* t, const Cred& c, mode_t mode, mode_t um
   return n;
 }
 
-Status Ops::FreeFile(DB_TXN* t, FileId id) {
+Status Ops::FreeFile(DB_TXN* t, FileId id, bool orphan_record) {
   {
     Cursor c(s_.data(), t);
     AMINO_RETURN_IF_ERROR(c.status());
@@ -139,15 +139,18 @@ Status Ops::FreeFile(DB_TXN* t, FileId id) {
       AMINO_ASSIGN_OR_RETURN(more, c.Next());
     }
   }
-  AMINO_RETURN_IF_ERROR(s_.Del(s_.orphan(), t, IdKey(id)));
+  if (orphan_record) AMINO_RETURN_IF_ERROR(s_.Del(s_.orphan(), t, IdKey(id)));
   return s_.Del(s_.data(), t, IdKey(id));
 }
 
 Status Ops::RemoveName(DB_TXN* t, Node& n, std::string_view path, const timespec& now) {
   AMINO_RETURN_IF_ERROR(s_.Del(s_.path(), t, PathKey(path)));
   AMINO_RETURN_IF_ERROR(s_.DelDup(s_.names(), t, IdKey(n.id), path));
-  if (n.where == Node::Where::kPlmd) {
-    AMINO_ASSIGN_OR_RETURN(n.iv, GetInode(t, n.id));
+  // A file with one name has its Data record read here, and taken for writing at once: the
+  // last name's removal needs it so (below).
+  const bool taken = n.where == Node::Where::kPlmd;
+  if (taken) {
+    AMINO_ASSIGN_OR_RETURN(n.iv, GetInode(t, n.id, DB_RMW));
   }
   if (n.iv.link_count == 0) return Status::Storage(EUCLEAN, "link count underflow");
   n.iv.link_count--;
@@ -172,7 +175,7 @@ Status Ops::RemoveName(DB_TXN* t, Node& n, std::string_view path, const timespec
     return PutInode(t, n.id, n.iv);
   }
   // Asked with the record taken for writing (open_holds.h).
-  AMINO_RETURN_IF_ERROR(s_.Get(s_.data(), t, IdKey(n.id), DB_RMW).status());
+  if (!taken) AMINO_RETURN_IF_ERROR(s_.Get(s_.data(), t, IdKey(n.id), DB_RMW).status());
   AMINO_RETURN_IF_ERROR(s_.holds().Decide(n.id, t));
   AMINO_ASSIGN_OR_RETURN(bool held, s_.holds().Held(n.id));
   if (held) {
@@ -185,7 +188,7 @@ Status Ops::RemoveName(DB_TXN* t, Node& n, std::string_view path, const timespec
     AMINO_RETURN_IF_ERROR(s_.Put(s_.orphan(), t, IdKey(n.id), EncodeAttr(n.attr)));
     return PutInode(t, n.id, n.iv);
   }
-  return FreeFile(t, n.id);
+  return FreeFile(t, n.id, /*orphan_record=*/false);  // it had a name until now
 }
 
 // The common checks for creating the entry `r` names.

@@ -65,8 +65,8 @@ Status Ops::PutPath(DB_TXN* t, std::string_view path, const PathValue& v) {
   return s_.Put(s_.path(), t, PathKey(path), EncodePathValue(v));
 }
 
-Result<InodeValue> Ops::GetInode(DB_TXN* t, FileId id) {
-  AMINO_ASSIGN_OR_RETURN(std::optional<std::string> raw, s_.Get(s_.data(), t, IdKey(id)));
+Result<InodeValue> Ops::GetInode(DB_TXN* t, FileId id, uint32_t flags) {
+  AMINO_ASSIGN_OR_RETURN(std::optional<std::string> raw, s_.Get(s_.data(), t, IdKey(id), flags));
   InodeValue iv;
   if (!raw || !DecodeInodeValue(*raw, &iv)) return Damaged("inode " + std::to_string(id));
   return iv;
