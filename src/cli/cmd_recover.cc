@@ -31,7 +31,7 @@ schema::Result<Leftovers> CountLeftovers(schema::Store& store) {
       AMINO_ASSIGN_OR_RETURN(more, c.Next());
     }
   }
-  schema::Cursor c(store.data(), nullptr);
+  schema::Cursor c(store.inode(), nullptr);
   AMINO_RETURN_IF_ERROR(c.status());
   AMINO_ASSIGN_OR_RETURN(bool more, c.First());
   for (; more;) {

@@ -43,7 +43,7 @@ Status CleanUpAfterDeadUsers(Store& s, Transaction& txn) {
   DB_TXN* t = txn.raw();
   std::vector<FileId> stale;
   {
-    Cursor c(s.data(), t);
+    Cursor c(s.inode(), t);
     AMINO_RETURN_IF_ERROR(c.status());
     AMINO_ASSIGN_OR_RETURN(bool more, c.SeekRange(IdKey(kRootId)));
     std::string previous;
@@ -90,15 +90,18 @@ FileSystem::~FileSystem() = default;
 
 Status FileSystem::Mkfs(const std::string& dir, const MkfsOptions& options) {
   if ((options.mode & ~07777) != 0) return Status::Errno(EINVAL);
+  if (options.format < 1 || options.format > kFormat) return Status::Errno(EINVAL);
   AMINO_RETURN_IF_ERROR(MakeEmptyDir(dir));
   Store::Options so;
   so.create = true;
+  so.format = options.format;
   AMINO_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, Store::Open(dir, so));
   FileSystem fs(dir, std::move(store));
   Status st = fs.Run([&](Transaction& txn) -> Status {
     DB_TXN* t = txn.raw();
     Ops ops(*fs.store_);
     Superblock sb;
+    sb.format = options.format;
     sb.created = Now().tv_sec;
     AMINO_RETURN_IF_ERROR(
         fs.store_->Put(fs.store_->data(), t, IdKey(kSuperblockId), EncodeSuperblock(sb)));

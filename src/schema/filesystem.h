@@ -60,7 +60,8 @@ struct OpenResult {
 struct MkfsOptions {
   int64_t uid = -1;
   int64_t gid = -1;
-  mode_t mode = 0755;  // permission bits (07777 at most)
+  mode_t mode = 0755;         // permission bits (07777 at most)
+  uint32_t format = kFormat;  // the layout (records.h); an older one only to test that it opens
 };
 
 struct OpenOptions {

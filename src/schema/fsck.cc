@@ -233,13 +233,41 @@ class Checker {
     return Status::Ok();
   }
 
+  // The file records of format 2, in their own database.
+  Status ScanInodes() {
+    Cursor cur(store_.inode(), txn_);
+    AMINO_RETURN_IF_ERROR(cur.status());
+    for (Result<bool> more = cur.First();; more = cur.Next()) {
+      if (!more.ok()) return more.status();
+      if (!*more) break;
+      FileId id;
+      if (!ParseIdKey(cur.key(), &id) || id == kSuperblockId) {
+        Report("RECORD", "Inode key of " + std::to_string(cur.key().size()) + " bytes");
+        continue;
+      }
+      FileSummary& f = files_[id];
+      f.has_inode_key = true;
+      InodeValue v;
+      if (!DecodeInodeValue(cur.value(), &v)) {
+        Report("RECORD", "InodeValue of " + IdText(id) + " does not decode");
+        continue;
+      }
+      f.inode = v;
+    }
+    return Status::Ok();
+  }
+
   Status ScanData() {
+    const bool separate = store_.inode() != store_.data();
+    if (separate) AMINO_RETURN_IF_ERROR(ScanInodes());
     Cursor cur(store_.data(), txn_);
     AMINO_RETURN_IF_ERROR(cur.status());
     bool superblock_seen = false;
     // The file whose InodeValue key was seen last; its pages follow it.
     std::optional<FileId> current;
     const FileSummary* current_file = nullptr;
+    FileId paged = kSuperblockId;  // format 2: the file whose pages are being read
+    bool paged_known = false;      // and whether it has a file record
     for (Result<bool> more = cur.First();; more = cur.Next()) {
       if (!more.ok()) return more.status();
       if (!*more) break;
@@ -257,6 +285,10 @@ class Checker {
           }
           continue;
         }
+        if (separate) {
+          Report("RECORD", "InodeValue of " + IdText(id) + " in the Data database");
+          continue;
+        }
         FileSummary& f = files_[id];
         f.has_inode_key = true;
         InodeValue v;
@@ -267,7 +299,20 @@ class Checker {
         f.inode = v;
         current_file = &f;
       } else if (ParsePageKey(key, &id, &page)) {
-        if (!current || *current != id || id == kSuperblockId) {
+        bool recorded;
+        if (separate) {
+          // The file record is in the Inode database; the pages of one file are together.
+          if (id != paged) {
+            paged = id;
+            auto it = files_.find(id);
+            paged_known = it != files_.end() && it->second.has_inode_key;
+            current_file = paged_known && it->second.inode ? &it->second : nullptr;
+          }
+          recorded = paged_known && id != kSuperblockId;
+        } else {
+          recorded = current && *current == id && id != kSuperblockId;
+        }
+        if (!recorded) {
           Report("NOORPHANEDBLOCKS",
                  "page " + std::to_string(page) + " of " + IdText(id) + " has no InodeValue");
           continue;

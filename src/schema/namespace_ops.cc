@@ -77,7 +77,7 @@ static Result<NewFile> InitialAttr(Store& s, DB_TXN* t, const Cred& c, mode_t mo
 Result<FileId> Ops::NewInode(DB_TXN* t, const InodeValue& iv) {
   for (;;) {
     FileId id = RandomId();
-    Status st = s_.Put(s_.data(), t, IdKey(id), EncodeInodeValue(iv), DB_NOOVERWRITE);
+    Status st = s_.Put(s_.inode(), t, IdKey(id), EncodeInodeValue(iv), DB_NOOVERWRITE);
     if (st.ok()) return id;
     if (st.kind() != Status::Kind::kErrno || st.error() != EEXIST) return st;
   }
@@ -140,7 +140,7 @@ Status Ops::FreeFile(DB_TXN* t, FileId id, bool orphan_record) {
     }
   }
   if (orphan_record) AMINO_RETURN_IF_ERROR(s_.Del(s_.orphan(), t, IdKey(id)));
-  return s_.Del(s_.data(), t, IdKey(id));
+  return s_.Del(s_.inode(), t, IdKey(id));
 }
 
 Status Ops::RemoveName(DB_TXN* t, Node& n, std::string_view path, const timespec& now) {
@@ -175,7 +175,7 @@ Status Ops::RemoveName(DB_TXN* t, Node& n, std::string_view path, const timespec
     return PutInode(t, n.id, n.iv);
   }
   // Asked with the record taken for writing (open_holds.h).
-  if (!taken) AMINO_RETURN_IF_ERROR(s_.Get(s_.data(), t, IdKey(n.id), DB_RMW).status());
+  if (!taken) AMINO_RETURN_IF_ERROR(s_.Get(s_.inode(), t, IdKey(n.id), DB_RMW).status());
   AMINO_RETURN_IF_ERROR(s_.holds().Decide(n.id, t));
   AMINO_ASSIGN_OR_RETURN(bool held, s_.holds().Held(n.id));
   if (held) {

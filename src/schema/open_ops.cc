@@ -45,7 +45,7 @@ Status FileSystem::Hold(Transaction& txn, FileId id) {
     // the transaction ends, as a written open count did: transactions that open one file take
     // turns. Otherwise readers that keep their transactions open could hold off a writer
     // forever (a call that meets a lock does not queue for it: the monitor retries it later).
-    AMINO_RETURN_IF_ERROR(store_->Get(store_->data(), txn.raw(), IdKey(id), DB_RMW).status());
+    AMINO_RETURN_IF_ERROR(store_->Get(store_->inode(), txn.raw(), IdKey(id), DB_RMW).status());
   }
   const bool snapshot = store_->InSnapshot(txn.raw());
   if (snapshot) AMINO_RETURN_IF_ERROR(store_->holds().Undecided(id, txn.raw()));
@@ -62,7 +62,7 @@ Status FileSystem::Hold(Transaction& txn, FileId id) {
   // the record until this transaction ends makes the two take turns even when the path that
   // led here came from the read cache (no lock on the name then).
   AMINO_ASSIGN_OR_RETURN(std::optional<std::string> record,
-                         store_->GetLocked(store_->data(), txn.raw(), IdKey(id)));
+                         store_->GetLocked(store_->inode(), txn.raw(), IdKey(id)));
   if (!record) return Status::Errno(ESTALE);  // freed meanwhile
   return Status::Ok();
 }
@@ -138,12 +138,12 @@ Status FileSystem::Close(Transaction& txn, FileId id) {
     return Status::Ok();
   }
   AMINO_ASSIGN_OR_RETURN(std::optional<std::string> raw,
-                         store_->GetLocked(store_->data(), t, IdKey(id)));
+                         store_->GetLocked(store_->inode(), t, IdKey(id)));
   InodeValue iv;
   if (raw && !DecodeInodeValue(*raw, &iv)) return Status::Storage(EUCLEAN, "damaged Data record");
   const bool nameless = raw && iv.link_count == 0;
   if (nameless) {
-    AMINO_RETURN_IF_ERROR(store_->Get(store_->data(), t, IdKey(id), DB_RMW).status());
+    AMINO_RETURN_IF_ERROR(store_->Get(store_->inode(), t, IdKey(id), DB_RMW).status());
   }
   if (!store_->holds().Release(id)) return Status::Errno(EBADF);
   txn.NoteHold(id, -1);

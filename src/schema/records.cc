@@ -268,7 +268,7 @@ bool DecodeSuperblock(std::string_view in, Superblock* s) {
   if (in.substr(0, kSuperblockMagic.size()) != kSuperblockMagic) return false;
   Reader r(in.substr(kSuperblockMagic.size()));
   return r.Get(&s->format) && r.Get(&s->transfer_unit) && r.Get(&s->created) && r.empty() &&
-         s->format == 1 && s->transfer_unit == kTransferUnit;
+         s->format >= 1 && s->format <= kFormat && s->transfer_unit == kTransferUnit;
 }
 
 }  // namespace amino::schema

@@ -74,8 +74,12 @@ struct InodeValue {
   std::optional<Attr> dlmd;  // present exactly when link_count > 1
 };
 
+// Layouts: 1, file records in the Data database beside the file pages (64 KiB pages, where
+// removing a small record walks every entry of its page); 2, file records in inode.db.
+inline constexpr uint32_t kFormat = 2;
+
 struct Superblock {
-  uint32_t format = 1;
+  uint32_t format = kFormat;
   uint32_t transfer_unit = kTransferUnit;
   int64_t created = 0;  // seconds since the epoch
 };

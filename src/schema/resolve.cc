@@ -66,14 +66,14 @@ Status Ops::PutPath(DB_TXN* t, std::string_view path, const PathValue& v) {
 }
 
 Result<InodeValue> Ops::GetInode(DB_TXN* t, FileId id, uint32_t flags) {
-  AMINO_ASSIGN_OR_RETURN(std::optional<std::string> raw, s_.Get(s_.data(), t, IdKey(id), flags));
+  AMINO_ASSIGN_OR_RETURN(std::optional<std::string> raw, s_.Get(s_.inode(), t, IdKey(id), flags));
   InodeValue iv;
   if (!raw || !DecodeInodeValue(*raw, &iv)) return Damaged("inode " + std::to_string(id));
   return iv;
 }
 
 Result<std::optional<InodeValue>> Ops::FindInode(DB_TXN* t, FileId id) {
-  AMINO_ASSIGN_OR_RETURN(std::optional<std::string> raw, s_.Get(s_.data(), t, IdKey(id)));
+  AMINO_ASSIGN_OR_RETURN(std::optional<std::string> raw, s_.Get(s_.inode(), t, IdKey(id)));
   if (!raw) return std::optional<InodeValue>();
   InodeValue iv;
   if (!DecodeInodeValue(*raw, &iv)) return Status::Storage(EUCLEAN, "damaged inode");
@@ -81,7 +81,7 @@ Result<std::optional<InodeValue>> Ops::FindInode(DB_TXN* t, FileId id) {
 }
 
 Status Ops::PutInode(DB_TXN* t, FileId id, const InodeValue& v) {
-  return s_.Put(s_.data(), t, IdKey(id), EncodeInodeValue(v));
+  return s_.Put(s_.inode(), t, IdKey(id), EncodeInodeValue(v));
 }
 
 Result<Node> Ops::NodeAt(DB_TXN* t, std::string_view path, const PathValue& pv) {
@@ -143,7 +143,7 @@ Result<Node> Ops::NodeById(DB_TXN* t, FileId id) {
     AMINO_ASSIGN_OR_RETURN(std::optional<Node> n, NodeByIdInSnapshot(t, id));
     if (n) return std::move(*n);
   }
-  AMINO_ASSIGN_OR_RETURN(std::optional<std::string> raw, s_.Get(s_.data(), t, IdKey(id)));
+  AMINO_ASSIGN_OR_RETURN(std::optional<std::string> raw, s_.Get(s_.inode(), t, IdKey(id)));
   if (!raw) return Status::Errno(ESTALE);
   Node n;
   n.id = id;

@@ -203,7 +203,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, const Options
       {&s->names_, "names.db", 0, true, true},
       {&s->xattr_, "xattr.db", 0, false, true},
   };
-  for (const Spec& spec : specs) {
+  auto open_db = [&](const Spec& spec) -> Status {
     ret = db_create(spec.handle, env, 0);
     if (ret != 0) return Fail(ret, "db_create");
     DB* db = *spec.handle;
@@ -216,7 +216,10 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, const Options
                        (options.create ? DB_CREATE | DB_EXCL : 0);
     ret = db->open(db, nullptr, spec.file, nullptr, DB_BTREE, oflags, kFileMode);
     if (ret != 0) return Fail(ret, dir + "/" + spec.file);
-  }
+    return Status::Ok();
+  };
+  for (const Spec& spec : specs) AMINO_RETURN_IF_ERROR(open_db(spec));
+  uint32_t format = options.format;
   if (!options.create) {
     // Without waiting: a transaction of another process that wrote beside the superblock (one
     // page of a small file system) must not hold up the start. That process opened the
@@ -231,7 +234,12 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, const Options
     if (sb.ok() && (!sb.value() || !DecodeSuperblock(*sb.value(), &super))) {
       return Status::Storage(EINVAL, dir + ": not an Amino file system (bad superblock)");
     }
+    // A superblock locked by another user's transaction: that user opened the file system with
+    // its layout, whose files are on disk.
+    const bool inode_file = access((dir + "/" + kInodeDatabase).c_str(), F_OK) == 0;
+    format = sb.ok() ? super.format : (inode_file ? 2 : 1);
   }
+  if (format >= 2) AMINO_RETURN_IF_ERROR(open_db({&s->inode_, kInodeDatabase, 0, false, true}));
   return s;
 }
 
@@ -243,7 +251,7 @@ Store::~Store() {
     clean = data_ && Checkpoint().ok() && (!holds_ || holds_->files() == 0) &&
             g_damage_seen.load() == damage_at_open_;
     if (holds_) holds_->Clear();
-    for (DB* db : {path_, data_, orphan_, names_, xattr_}) {
+    for (DB* db : {path_, data_, orphan_, names_, xattr_, inode_}) {
       if (!db) continue;
       const int ret = db->close(db, 0);
       if (ret == DB_RUNRECOVERY) Abandon(db);
@@ -326,6 +334,7 @@ int Store::DbIndex(DB* db) const {
   if (db == orphan_) return 2;
   if (db == names_) return 3;
   if (db == xattr_) return 4;
+  if (db == inode_ && db) return 5;
   return -1;
 }
 

@@ -12,6 +12,7 @@
 
 #include "schema/open_holds.h"
 #include "schema/read_cache.h"
+#include "schema/records.h"
 #include "schema/status.h"
 
 namespace amino::schema {
@@ -22,6 +23,8 @@ class Store {
     bool create = false;             // create the environment and databases (mkfs)
     size_t cache_bytes = 128 << 20;  // the monitor's size too: the first opener sets it
     bool force_recovery = false;     // run recovery even if another process seems alive
+    // With `create`: the layout made (records.h, Superblock::format). Tests make format 1.
+    uint32_t format = kFormat;
   };
   // Opens the environment in `dir`. When no other process has it open, runs recovery and says
   // so through sole_user(); the caller then clears state left by dead processes.
@@ -36,6 +39,10 @@ class Store {
   DB* orphan() const { return orphan_; }
   DB* names() const { return names_; }
   DB* xattr() const { return xattr_; }
+  // Where the file records (InodeValue, under IdKey) are: their own database with small pages
+  // since format 2; in format 1, beside the file pages in the Data database.
+  DB* inode() const { return inode_ ? inode_ : data_; }
+  uint32_t format() const { return inode_ ? 2 : 1; }
   // True when no other process had the file system open when this one opened it: state left by
   // dead users (open counts, orphans) may then be cleared. Until ShareWithOthers() is called,
   // other openers wait.
@@ -112,6 +119,7 @@ class Store {
   DB* orphan_ = nullptr;
   DB* names_ = nullptr;
   DB* xattr_ = nullptr;
+  DB* inode_ = nullptr;  // format 2 and later
   int users_lock_fd_ = -1;
   bool sole_user_ = false;
   bool clean_start_ = false;

@@ -80,7 +80,9 @@ std::string DatabaseIdentities(const std::string& dir) {
   close(boot);
   if (n <= 1) return "";
   out.append(id, static_cast<size_t>(n));
-  for (const char* f : kDatabaseFiles) {
+  std::vector<const char*> files(std::begin(kDatabaseFiles), std::end(kDatabaseFiles));
+  if (access((dir + "/" + kInodeDatabase).c_str(), F_OK) == 0) files.push_back(kInodeDatabase);
+  for (const char* f : files) {
     struct stat st;
     if (stat((dir + "/" + f).c_str(), &st) != 0) return "";
     char line[200];

@@ -17,6 +17,8 @@ inline constexpr int kFileMode = 0600;
 // The databases of a file system.
 inline constexpr const char* kDatabaseFiles[] = {"path.db", "data.db", "orphan.db", "names.db",
                                                  "xattr.db"};
+// And of a file system of format 2 or later (records.h).
+inline constexpr const char* kInodeDatabase = "inode.db";
 
 // One OFD lock on the first byte of DBDIR/amino.lock tells whether other processes use the
 // file system: each user holds it shared; an opener that can take it exclusively is alone and

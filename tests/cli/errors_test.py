@@ -158,6 +158,15 @@ class DamagedDatabaseTest(clitest.TreeTestCase):
         self.assertTrue(lines and all(l.startswith("amino fsck: ") for l in lines), lines)
         for cmd, extra in [("ls", ["-R"]), ("export", [self.path("out")])]:
             proc = run(cmd, *extra, copy) if cmd == "ls" else run(cmd, copy, *extra)
+            if cmd == "ls" and proc.returncode == 0:
+                # A listing needs no file's bytes, and file records are not in data.db: where
+                # the damage spared what it reads, it shows the truth.
+                pristine = self.path("pristine")
+                shutil.rmtree(pristine, ignore_errors=True)
+                shutil.copytree(self.db, pristine,
+                                ignore=shutil.ignore_patterns("__db.*", "amino.lock"))
+                self.assertEqual(proc.stdout, run("ls", "-R", pristine, check=0).stdout)
+                continue
             self.assertNotEqual(proc.returncode, 0, cmd)
             self.assertOneLineError(proc, cmd)
         self.assertEqual(digest_dir(self.db), self.original)

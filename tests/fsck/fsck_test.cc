@@ -141,11 +141,11 @@ class FsckTest : public ::testing::Test {
   }
   InodeValue GetInode(FileId id) {
     InodeValue v;
-    EXPECT_TRUE(DecodeInodeValue(Get(store().data(), IdKey(id)), &v)) << id;
+    EXPECT_TRUE(DecodeInodeValue(Get(store().inode(), IdKey(id)), &v)) << id;
     return v;
   }
   void PutInode(FileId id, const InodeValue& v) {
-    Put(store().data(), IdKey(id), EncodeInodeValue(v));
+    Put(store().inode(), IdKey(id), EncodeInodeValue(v));
   }
   // Adjusts st_blocks by `pages` pages wherever the file's metadata lives, so that a test that
   // adds or removes a page breaks only the rule it is about.
@@ -353,7 +353,7 @@ TEST_F(FsckTest, RefCountDirectoryStatNlinkWrong) {
 
 TEST_F(FsckTest, NoOrphanedFilesInodeValueMissing) {
   FileId id = IdOf("/empty");
-  Del(store().data(), IdKey(id));
+  Del(store().inode(), IdKey(id));
   ExpectViolations({"NOORPHANEDFILES"}, "/empty");
 }
 
@@ -403,7 +403,7 @@ TEST_F(FsckTest, NoOrphanedBlocksPageWithoutInode) {
 TEST_F(FsckTest, NoOrphanedBlocksPagesLeftByADeletedFile) {
   // The file's records are gone but its pages remain.
   FileId id = IdOf("/dir/file");
-  Del(store().data(), IdKey(id));
+  Del(store().inode(), IdKey(id));
   Del(store().path(), PathKey("/dir/file"));
   Del(store().names(), IdKey(id));
   ExpectViolations({"NOORPHANEDBLOCKS"}, IdText(id));
@@ -610,7 +610,7 @@ TEST_F(FsckTest, SuperblockDamaged) {
 
 TEST_F(FsckTest, RecordInodeValueDoesNotDecode) {
   FileId id = IdOf("/empty");
-  Put(store().data(), IdKey(id), "garbage");
+  Put(store().inode(), IdKey(id), "garbage");
   ExpectViolations({"RECORD"}, IdText(id));
 }
 

@@ -35,7 +35,7 @@ class HardLinkTest : public FsTest {
   }
   bool HasDlmd(FileId id) {
     Result<std::optional<std::string>> raw =
-        fs_->store().Get(fs_->store().data(), nullptr, IdKey(id));
+        fs_->store().Get(fs_->store().inode(), nullptr, IdKey(id));
     EXPECT_TRUE(raw.ok() && raw->has_value()) << id;
     InodeValue v;
     EXPECT_TRUE(raw.ok() && raw->has_value() && DecodeInodeValue(**raw, &v)) << id;

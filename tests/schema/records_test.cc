@@ -228,13 +228,19 @@ TEST(RecordsTest, SuperblockRoundTripsAndChecksMagic) {
   EXPECT_EQ(enc.substr(0, kSuperblockMagic.size()), kSuperblockMagic);
   Superblock t;
   ASSERT_TRUE(DecodeSuperblock(enc, &t));
-  EXPECT_EQ(t.format, 1u);
+  EXPECT_EQ(t.format, 2u);
   EXPECT_EQ(t.transfer_unit, kTransferUnit);
   EXPECT_EQ(t.created, 1700000000);
   std::string bad = enc;
   bad[0] = 'X';
   EXPECT_FALSE(DecodeSuperblock(bad, &t));
   EXPECT_FALSE(DecodeSuperblock(enc.substr(0, enc.size() - 1), &t));
+  // Older layouts still open; newer ones are refused.
+  s.format = 1;
+  ASSERT_TRUE(DecodeSuperblock(EncodeSuperblock(s), &t));
+  EXPECT_EQ(t.format, 1u);
+  s.format = kFormat + 1;
+  EXPECT_FALSE(DecodeSuperblock(EncodeSuperblock(s), &t));
 }
 
 }  // namespace

@@ -13,7 +13,7 @@ namespace {
 class TmpFileTest : public FsTest {
  protected:
   bool Stored(FileId id) {
-    auto raw = fs_->store().Get(fs_->store().data(), nullptr, IdKey(id));
+    auto raw = fs_->store().Get(fs_->store().inode(), nullptr, IdKey(id));
     EXPECT_TRUE(raw.ok());
     return raw.ok() && raw->has_value();
   }

@@ -38,7 +38,7 @@
 #include "amino/amino.h"
 #include "txnutil.h"
 
-enum { kMaxFillers = 1024, kCandidates = 16, kBetween = 40 };
+enum { kMaxFillers = 1024, kCandidates = 16, kBetween = 300 };
 
 static uint64_t filler_ids[kMaxFillers];
 static int fillers;
@@ -71,10 +71,11 @@ static int fillers_between(uint64_t lo, uint64_t hi) {
 }
 
 // Berkeley DB locks pages: x and y must share none. In path.db, records are ordered by path:
-// fillers "a/f..." keep x away from its directories' records, "a/z..." from y. In data.db, by
-// file id, which the schema draws at random (st_ino shows it): x and y are the candidates with
-// the lowest and highest id, with at least kBetween fillers (a 4 KiB data record each, more
-// than two 64 KiB pages) between them.
+// fillers "a/f..." keep x away from its directories' records, "a/z..." from y. In inode.db and
+// data.db, by file id, which the schema draws at random (st_ino shows it): x and y are the
+// candidates with the lowest and highest id, with at least kBetween fillers between them: more
+// than two 4 KiB pages of file records (about 32 bytes each; an open takes its file's record
+// for writing) and of 64 KiB pages of data (a 4 KiB page of data each).
 static int setup(int count) {
   set_who("deadlock setup");
   must(mkdir(at("a"), 0755), "mkdir", at("a"));
