@@ -42,6 +42,7 @@
 #include "monitor/service/host_nodes.h"
 #include "monitor/service/mount_dirs.h"
 #include "monitor/service/mount_fs.h"
+#include "monitor/service/placeholder_pool.h"
 #include "monitor/service/served_file.h"
 #include "monitor/service/shared_mappings.h"
 #include "monitor/service/user_txn.h"
@@ -331,6 +332,7 @@ class MountHandler : public CallHandler, public TxnControl {
   // (a notified call cannot have its registers changed): performed by the monitor, as
   // --emulate=host does.
   host::HostHandler host_;
+  PlaceholderPool placeholders_;
   std::unordered_map<ino_t, std::weak_ptr<ServedFile>> by_ino_;
   std::unordered_multimap<ino_t, std::shared_ptr<ServedFile>> in_flight_;
   std::unordered_map<pid_t, Pending> pending_;

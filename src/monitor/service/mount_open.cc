@@ -191,22 +191,14 @@ Decision MountHandler::OpenServed(Thread& t, SyscallRegs& call, Target& target, 
 
 namespace {
 
-// The placeholder reopened with the access mode and status flags of the open it stands for, so
-// that /proc/PID/fdinfo (lsof, a shell's own checks) shows them. Directories and O_PATH keep
-// the plain placeholder (a memfd is neither).
-// The flags the placeholder of `file` is reopened with; -1 when the plain one (O_RDWR) shows.
+// The placeholder shows the access mode and status flags of the open it stands for, so that
+// /proc/PID/fdinfo (lsof, a shell's own checks) shows them. Directories and O_PATH keep the
+// plain placeholder (a memfd is neither).
+// The flags the placeholder of `file` shows; -1 when the plain one (O_RDWR) does.
 int ShownFlags(const ServedFile& file) {
   constexpr int kShown = O_ACCMODE | O_APPEND | O_NONBLOCK | O_DSYNC | O_SYNC | O_NOATIME;
   if (!S_ISREG(file.type) || (file.flags & O_PATH) || (file.flags & kShown) == O_RDWR) return -1;
   return file.flags & kShown;
-}
-
-void WithOpenFlags(host::ScopedFd& placeholder, const ServedFile& file) {
-  const int shown = ShownFlags(file);
-  if (shown < 0) return;
-  const std::string self = "/proc/self/fd/" + std::to_string(placeholder.get());
-  const int reopened = open(self.c_str(), shown | O_CLOEXEC);
-  if (reopened >= 0) placeholder.reset(reopened);
 }
 
 }  // namespace
@@ -231,12 +223,10 @@ Decision MountHandler::InstallShadow(Thread& t, SyscallRegs& call,
       break;
   }
   if (call.notified) {
-    host::ScopedFd placeholder(memfd_create("amino", MFD_CLOEXEC));
-    if (placeholder.get() >= 0) WithOpenFlags(placeholder, *file);
-    struct stat st;
-    if (placeholder.get() < 0 || fstat(placeholder.get(), &st) != 0)
-      return Decision::Emulate(-errno);
-    file->placeholder_ino = st.st_ino;
+    const PlaceholderPool::Placeholder made = placeholders_.Take(ShownFlags(*file));
+    if (made.fd < 0) return Decision::Emulate(made.fd);
+    host::ScopedFd placeholder(made.fd);
+    file->placeholder_ino = made.ino;
     long fd = listener_->ReplyWithFd(call.notification_id, placeholder.get(), want_cloexec);
     if (fd == -ENOENT) return Decision::Replied();
     if (fd < 0) return Decision::Emulate(fd);

@@ -1,0 +1,141 @@
+#include "monitor/service/placeholder_pool.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <string>
+
+namespace amino::monitor::service {
+
+namespace {
+// Kept ready of each kind: an open burst (tar x, a compiler's headers) takes them faster than
+// one thread makes them, and the rest come on the spot.
+constexpr size_t kTarget = 16;
+// Status flags fcntl(F_SETFL) can give a taken placeholder; O_DSYNC and O_SYNC cannot be set so.
+constexpr int kSettable = O_APPEND | O_NONBLOCK | O_NOATIME;
+}  // namespace
+
+PlaceholderPool::~PlaceholderPool() {
+  if (filler_.joinable()) {
+    filler_.request_stop();
+    filler_.join();
+  }
+  for (auto& q : ready_fds_) {
+    for (const Placeholder& p : q) close(p.fd);
+  }
+}
+
+int PlaceholderPool::ShownOf(Kind k) {
+  switch (k) {
+    case kReadOnly:
+      return O_RDONLY;
+    case kWriteOnly:
+      return O_WRONLY;
+    default:
+      return -1;
+  }
+}
+
+PlaceholderPool::Placeholder PlaceholderPool::Make(int shown) {
+  int fd = memfd_create("amino", MFD_CLOEXEC);
+  if (fd < 0) return {-errno, 0};
+  if (shown >= 0) {
+    const std::string self = "/proc/self/fd/" + std::to_string(fd);
+    const int reopened = open(self.c_str(), shown | O_CLOEXEC);
+    if (reopened >= 0) {
+      close(fd);
+      fd = reopened;
+    }
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    const int err = errno;
+    close(fd);
+    return {-err, 0};
+  }
+  return {fd, st.st_ino};
+}
+
+void PlaceholderPool::StartOnce() {
+  if (filler_.joinable()) return;
+  // The thread takes no signal: the monitor's are read from a signalfd by its main thread.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  filler_ = std::jthread([this](std::stop_token stop) { Fill(stop); });
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+void PlaceholderPool::Fill(std::stop_token stop) {
+  std::unique_lock lock(mu_);
+  while (!stop.stop_requested()) {
+    int low = -1;
+    for (int k = 0; k < kKinds; ++k) {
+      const size_t n = ready_fds_[k].size();
+      if (n < kTarget && (low < 0 || n < ready_fds_[low].size())) low = k;
+    }
+    if (low < 0) {
+      wake_.wait(lock, stop, [&] {
+        for (const auto& q : ready_fds_) {
+          if (q.size() < kTarget) return true;
+        }
+        return false;
+      });
+      continue;
+    }
+    lock.unlock();
+    Placeholder p = Make(ShownOf(static_cast<Kind>(low)));
+    lock.lock();
+    if (p.fd < 0) {
+      // Out of descriptors or memory: the opens make their own (and report the error).
+      wake_.wait_for(lock, stop, std::chrono::milliseconds(100), [] { return false; });
+      continue;
+    }
+    ready_fds_[low].push_back(p);
+  }
+}
+
+PlaceholderPool::Placeholder PlaceholderPool::Take(int shown) {
+  Kind kind = kPlain;
+  int extra = 0;
+  if (shown >= 0) {
+    const int acc = shown & O_ACCMODE;
+    extra = shown & ~O_ACCMODE;
+    if (extra & ~kSettable) {
+      ++on_the_spot_;
+      return Make(shown);
+    }
+    kind = acc == O_RDONLY ? kReadOnly : acc == O_WRONLY ? kWriteOnly : kPlain;
+  }
+  Placeholder p;
+  {
+    std::lock_guard lock(mu_);
+    StartOnce();
+    auto& q = ready_fds_[kind];
+    if (!q.empty()) {
+      p = q.front();
+      q.pop_front();
+    }
+  }
+  wake_.notify_one();
+  if (p.fd >= 0) {
+    ++taken_ready_;
+  } else {
+    ++on_the_spot_;
+    p = Make(ShownOf(kind));
+    if (p.fd < 0) return p;
+  }
+  if (extra && fcntl(p.fd, F_SETFL, extra) != 0) {
+    const int err = errno;
+    close(p.fd);
+    return {-err, 0};
+  }
+  return p;
+}
+
+}  // namespace amino::monitor::service
