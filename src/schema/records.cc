@@ -265,10 +265,20 @@ std::string EncodeSuperblock(const Superblock& s) {
 }
 
 bool DecodeSuperblock(std::string_view in, Superblock* s) {
+  return SuperblockFormat(in) != 0 && DecodeSuperblockOfAnyFormat(in, s) && s->format <= kFormat &&
+         s->transfer_unit == kTransferUnit;
+}
+
+bool DecodeSuperblockOfAnyFormat(std::string_view in, Superblock* s) {
   if (in.substr(0, kSuperblockMagic.size()) != kSuperblockMagic) return false;
   Reader r(in.substr(kSuperblockMagic.size()));
   return r.Get(&s->format) && r.Get(&s->transfer_unit) && r.Get(&s->created) && r.empty() &&
-         s->format >= 1 && s->format <= kFormat && s->transfer_unit == kTransferUnit;
+         s->format >= 1;
+}
+
+uint32_t SuperblockFormat(std::string_view in) {
+  Superblock s;
+  return DecodeSuperblockOfAnyFormat(in, &s) ? s.format : 0;
 }
 
 }  // namespace amino::schema

@@ -110,7 +110,11 @@ bool DecodePathValue(std::string_view in, PathValue* v);
 std::string EncodeInodeValue(const InodeValue& v);
 bool DecodeInodeValue(std::string_view in, InodeValue* v);
 std::string EncodeSuperblock(const Superblock& s);
+// False also for a layout newer than kFormat, which this code cannot read.
 bool DecodeSuperblock(std::string_view in, Superblock* s);
+bool DecodeSuperblockOfAnyFormat(std::string_view in, Superblock* s);
+// The layout a superblock names (0: not a superblock), whether this code reads it or not.
+uint32_t SuperblockFormat(std::string_view in);
 
 inline constexpr std::string_view kSuperblockMagic = "AMINOFS\x01";
 

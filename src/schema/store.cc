@@ -231,6 +231,12 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, const Options
     (void)t->abort(t);  // it only read
     if (!sb.ok() && !sb.status().is_conflict()) return sb.status();
     Superblock super;
+    if (sb.ok() && sb.value() && SuperblockFormat(*sb.value()) > kFormat) {
+      return Status::Storage(EPROTONOSUPPORT, dir + ": made by a newer Amino (layout " +
+                                                  std::to_string(SuperblockFormat(*sb.value())) +
+                                                  "; this one reads layouts 1 to " +
+                                                  std::to_string(kFormat) + ")");
+    }
     if (sb.ok() && (!sb.value() || !DecodeSuperblock(*sb.value(), &super))) {
       return Status::Storage(EINVAL, dir + ": not an Amino file system (bad superblock)");
     }

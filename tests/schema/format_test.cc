@@ -7,6 +7,8 @@
 
 #include "client.h"
 #include "schema/fsck.h"
+#include "schema/records.h"
+#include "schema/store.h"
 #include "temp_dir.h"
 
 namespace amino::schema::testing {
@@ -94,6 +96,31 @@ TEST(FormatRefusalTest, AnUnknownLayoutIsNotMade) {
   MkfsOptions o;
   o.format = kFormat + 1;
   EXPECT_EQ(FileSystem::Mkfs(db.path() + "/fs", o).error(), EINVAL);
+}
+
+TEST(FormatRefusalTest, ALayoutFromANewerAminoIsRefusedByName) {
+  TempDir db("amino-format-db-");
+  const std::string dir = db.path() + "/fs";
+  ASSERT_TRUE(FileSystem::Mkfs(dir).ok());
+  {
+    auto fs = FileSystem::Open(dir);
+    ASSERT_TRUE(fs.ok());
+    Superblock sb;
+    sb.format = kFormat + 1;
+    Store& s = (*fs)->store();
+    ASSERT_TRUE((*fs)
+                    ->Run([&](Transaction& t) {
+                      return s.Put(s.data(), t.raw(), IdKey(kSuperblockId), EncodeSuperblock(sb));
+                    })
+                    .ok());
+  }
+  auto again = FileSystem::Open(dir);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().error(), EPROTONOSUPPORT);
+  EXPECT_NE(
+      again.status().message().find("made by a newer Amino (layout " + std::to_string(kFormat + 1)),
+      std::string::npos)
+      << again.status().message();
 }
 
 }  // namespace

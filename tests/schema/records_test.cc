@@ -241,6 +241,8 @@ TEST(RecordsTest, SuperblockRoundTripsAndChecksMagic) {
   EXPECT_EQ(t.format, 1u);
   s.format = kFormat + 1;
   EXPECT_FALSE(DecodeSuperblock(EncodeSuperblock(s), &t));
+  EXPECT_EQ(SuperblockFormat(EncodeSuperblock(s)), kFormat + 1);
+  EXPECT_EQ(SuperblockFormat(bad), 0u);
 }
 
 }  // namespace

@@ -25,9 +25,10 @@ schema::Result<std::vector<std::unique_ptr<MountFs>>> OpenMountFileSystems(
       std::string why = st.message();
       if (st.is_storage() && why.starts_with("storage failure: ")) why.erase(0, 17);
       std::string msg = m.point + " (" + m.db_dir + "): " + why;
-      // Permission and a missing database say what to do themselves; anything else is a
-      // database Berkeley DB cannot use as it is.
-      if (st.error() != EACCES && st.error() != EPERM && st.error() != ENOENT) {
+      // Permission, a missing database and a newer layout say what to do themselves; anything
+      // else is a database Berkeley DB cannot use as it is.
+      if (st.error() != EACCES && st.error() != EPERM && st.error() != ENOENT &&
+          st.error() != EPROTONOSUPPORT) {
         msg += "; the database may be damaged: check it with 'amino fsck " + m.db_dir +
                "' ('amino recover " + m.db_dir + "' runs Berkeley DB's recovery)";
       }
