@@ -16,6 +16,7 @@
 #include "monitor/service/mount_handler.h"
 #include "monitor/trace_handler.h"
 #include "monitor/tracer.h"
+#include "ptrace-ext/features_cache.h"
 
 namespace amino::monitor {
 
@@ -69,7 +70,7 @@ int Run(const RunOptions& options) {
   TracerOptions t;
   t.argv = options.argv;
   t.stats = options.stats;
-  ptrace_ext::KernelFeatures features = ptrace_ext::ProbeKernel();
+  ptrace_ext::KernelFeatures features = ptrace_ext::ProbeKernelKept();
   if (options.backend == "auto") {
     t.backend = ptrace_ext::ChooseBackend(features);
   } else if (!ptrace_ext::ParseBackend(options.backend, &t.backend)) {
