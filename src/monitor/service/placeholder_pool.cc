@@ -1,6 +1,8 @@
 #include "monitor/service/placeholder_pool.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -61,8 +63,14 @@ PlaceholderPool::Placeholder PlaceholderPool::Make(int shown) {
   return {fd, st.st_ino};
 }
 
+bool PlaceholderPool::Worthwhile() {
+  // On one CPU the thread's work only adds its switches to the call's.
+  cpu_set_t cpus;
+  return sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) > 1;
+}
+
 void PlaceholderPool::StartOnce() {
-  if (filler_.joinable()) return;
+  if (filler_.joinable() || !use_thread_) return;
   // The thread takes no signal: the monitor's are read from a signalfd by its main thread.
   sigset_t all, old;
   sigfillset(&all);
@@ -72,6 +80,9 @@ void PlaceholderPool::StartOnce() {
 }
 
 void PlaceholderPool::Fill(std::stop_token stop) {
+  // Only a CPU nothing else wants: never ahead of the monitor or the programs it serves.
+  sched_param idle{};
+  pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
   std::unique_lock lock(mu_);
   while (!stop.stop_requested()) {
     int low = -1;
@@ -113,6 +124,7 @@ PlaceholderPool::Placeholder PlaceholderPool::Take(int shown) {
     kind = acc == O_RDONLY ? kReadOnly : acc == O_WRONLY ? kWriteOnly : kPlain;
   }
   Placeholder p;
+  bool low = false;
   {
     std::lock_guard lock(mu_);
     StartOnce();
@@ -121,8 +133,9 @@ PlaceholderPool::Placeholder PlaceholderPool::Take(int shown) {
       p = q.front();
       q.pop_front();
     }
+    low = use_thread_ && q.size() < kTarget / 2;
   }
-  wake_.notify_one();
+  if (low) wake_.notify_one();
   if (p.fd >= 0) {
     ++taken_ready_;
   } else {
