@@ -29,6 +29,12 @@ Runner AddDoctor(CLI::App& app) {
               << "PTRACE_SYSSKIP (patched kernel)     " << yes(f.ptrace_sysskip) << "\n"
               << "backend 'auto' chooses              "
               << ptrace_ext::BackendName(ptrace_ext::ChooseBackend(f)) << std::endl;
+    if (ptrace_ext::HasKernelPatches(f) &&
+        ptrace_ext::ChooseBackend(f) != ptrace_ext::Backend::kKernel) {
+      std::cout << "  (the patched kernel's requests are there too, for --backend kernel; 'auto' "
+                   "keeps the faster one)"
+                << std::endl;
+    }
     return 0;
   };
 }

@@ -79,16 +79,11 @@ int Run(const RunOptions& options) {
                  options.backend.c_str());
     return 2;
   }
-  if (t.backend == ptrace_ext::Backend::kKernel &&
-      !(features.ptrace_select && features.ptrace_checkemu && features.ptrace_sysskip)) {
+  if (t.backend == ptrace_ext::Backend::kKernel && !ptrace_ext::HasKernelPatches(features)) {
     std::fprintf(stderr,
                  "amino run: backend 'kernel' needs a kernel with Amino's ptrace patches "
                  "(kernel-patches/); this one (%s) has none\n",
                  features.kernel.c_str());
-    return 2;
-  }
-  if (t.backend == ptrace_ext::Backend::kKernel) {
-    std::fprintf(stderr, "amino run: backend 'kernel' is not implemented by this monitor yet\n");
     return 2;
   }
   if ((t.backend == ptrace_ext::Backend::kSeccomp || t.backend == ptrace_ext::Backend::kNotify) &&

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "amino/amino.h"
@@ -21,6 +22,7 @@
 #include "monitor/syscall_numbers.h"
 #include "monitor/syscall_table.h"
 #include "monitor/tracee_memory.h"
+#include "ptrace-ext/kernel_requests.h"
 #include "ptrace-ext/ptrace.h"
 #include "ptrace-ext/seccomp_filter.h"
 
@@ -245,6 +247,10 @@ void Tracer::HandleStop(pid_t tid, int status) {
           kill(tid, SIGKILL);
           return;
         }
+        if (options_.backend == Backend::kKernel && !SelectCalls(tid)) {
+          kill(tid, SIGKILL);
+          return;
+        }
         Resume(*t);
         return;
       }
@@ -271,12 +277,13 @@ void Tracer::OnSyscallStop(Thread& t, bool seccomp) {
   if (seccomp) {
     stats_.Count(StopKind::kSeccomp);
     entry = true;
-  } else if (options_.backend != Backend::kPtrace) {
+  } else if (!StopsAtEveryEntry()) {
     // Under the filter, syscall stops are only requested to see a call's exit.
     entry = false;
     stats_.Count(StopKind::kSyscallExit);
   } else {
-    // The ptrace backend stops at every entry and exit, alternately.
+    // The ptrace backend stops at every entry and exit, alternately; the kernel backend at the
+    // entry of every selected call, and at its exit when resumed with PTRACE_SYSCALL.
     entry = !t.in_syscall;
     t.in_syscall = entry;
     stats_.Count(entry ? StopKind::kSyscallEntry : StopKind::kSyscallExit);
@@ -312,9 +319,9 @@ void Tracer::OnSyscallStop(Thread& t, bool seccomp) {
       // filter runs: emulated calls would bypass it. Refused rather than silently unenforced.
       std::fprintf(stderr,
                    "amino run: process %d installs its own seccomp filter, which calls the "
-                   "monitor emulates would bypass under --backend ptrace: refused (use the "
+                   "monitor emulates would bypass under --backend %s: refused (use the "
                    "notify or seccomp backend)\n",
-                   t.tid);
+                   t.tid, ptrace_ext::BackendName(options_.backend));
       stats_.CountCall(call.nr());
       Emulate(t, call, seccomp, -EPERM);
       return;
@@ -353,7 +360,17 @@ void Tracer::OnSyscallStop(Thread& t, bool seccomp) {
 void Tracer::Emulate(Thread& t, SyscallRegs& call, bool seccomp, long result) {
   call.Skip(result);
   Ptrace(PTRACE_SETREGS, t.tid, 0, &call.regs);
-  if (!seccomp) {
+  if (!seccomp && options_.backend == Backend::kKernel) {
+    // PTRACE_CHECKEMU: the kernel skips the call and keeps rax; no exit stop.
+    t.want_exit_stop = false;
+    t.in_syscall = false;
+    if (Ptrace(ptrace_ext::kPtraceCheckEmu, t.tid) == 0) return;
+    // Only a killed tracee gets here (the request is valid at every entry stop).
+    t.in_syscall = true;
+    t.want_exit_stop = true;
+    t.pending_nr = -1;
+    t.pending_args[0] = static_cast<unsigned long long>(result);
+  } else if (!seccomp) {
     // The kernel overwrites rax with -ENOSYS for the skipped call: set it at the exit stop.
     t.want_exit_stop = true;
     t.pending_nr = -1;
@@ -461,7 +478,9 @@ void Tracer::OnExec(pid_t tid) {
   unsigned long former = static_cast<unsigned long>(tid);
   Ptrace(PTRACE_GETEVENTMSG, tid, 0, &former);
   Thread& t = table_.OnExec(tid, static_cast<pid_t>(former));
-  t.in_syscall = options_.backend == Backend::kPtrace;  // the exec's exit stop follows
+  // Under ptrace the exec's exit stop follows; under the kernel backend only if its entry asked
+  // for it (in_syscall stays as the entry left it).
+  if (options_.backend == Backend::kPtrace) t.in_syscall = true;
   handler_.OnExec(t);
   Resume(t);
 }
@@ -497,9 +516,47 @@ void Tracer::OnGroupStop(Thread& t, int sig) {
 }
 
 void Tracer::Resume(Thread& t, int sig) {
-  const bool syscall_stops =
-      (options_.backend == Backend::kPtrace && !t.starting) || t.want_exit_stop;
+  if (options_.backend == Backend::kKernel && t.in_syscall && !t.want_exit_stop) {
+    // At an entry stop whose exit the monitor does not need: PTRACE_SYSSKIP.
+    t.in_syscall = false;
+    if (Ptrace(ptrace_ext::kPtraceSysSkip, t.tid, 0, static_cast<uintptr_t>(sig)) == 0) return;
+    t.in_syscall = true;  // killed meanwhile, or not an entry stop: the exit stop follows
+  }
+  const bool syscall_stops = (StopsAtEveryEntry() && !t.starting) || t.want_exit_stop;
   Ptrace(syscall_stops ? PTRACE_SYSCALL : PTRACE_CONT, t.tid, 0, static_cast<uintptr_t>(sig));
+}
+
+bool Tracer::SelectCalls(pid_t tid) {
+  // Every call stops, as under PTRACE_SYSCALL alone: only for measuring what the bitmap saves
+  // (kernel-patches/trap_counts.py).
+  if (std::getenv("AMINO_KERNEL_NO_SELECT")) return true;
+  // The handler's calls, those the tracer keeps for itself (clone, clone3) and those it refuses
+  // or checks at a stop (Refusal, InstallsOwnFilter): the rest run with no stop at all.
+  std::vector<unsigned long> bits(ptrace_ext::kSelectBits / (8 * sizeof(unsigned long)));
+  auto select = [&](long nr) {
+    if (nr < 0 || nr >= static_cast<long>(ptrace_ext::kSelectBits)) return;
+    bits[nr / (8 * sizeof(unsigned long))] |= 1ul << (nr % (8 * sizeof(unsigned long)));
+  };
+  for (long nr : trapped_) select(nr);
+  for (long nr : {SYS_clone, SYS_clone3, SYS_seccomp, SYS_prctl, SYS_io_uring_setup,
+                  SYS_io_uring_enter, SYS_io_uring_register, SYS_pidfd_open, SYS_ptrace,
+                  SYS_process_vm_readv, SYS_process_vm_writev}) {
+    select(nr);
+  }
+  // The calls RemoteSyscalls injects: it runs each from a syscall stop and waits for its exit
+  // stop, which an unselected call would never give.
+  for (long nr : {SYS_close, SYS_dup3, SYS_ftruncate, SYS_memfd_create, SYS_mmap, SYS_mprotect,
+                  SYS_munmap, SYS_openat, SYS_recvmsg, SYS_socketpair}) {
+    select(nr);
+  }
+  for (long nr = kFirstUnknownSyscall; nr < static_cast<long>(ptrace_ext::kSelectBits); ++nr) {
+    select(nr);
+  }
+  if (Ptrace(ptrace_ext::kPtraceSelect, tid, ptrace_ext::kSelectBits, bits.data()) != 0) {
+    std::fprintf(stderr, "amino run: PTRACE_SELECT: %s\n", std::strerror(errno));
+    return false;
+  }
+  return true;
 }
 
 }  // namespace amino::monitor

@@ -56,7 +56,17 @@ class Tracer {
   // Whether `t`'s SIGTRAP came from an int3 (a breakpoint), not from another process.
   bool IsBreakpointTrap(Thread& t);
   void RestoreSignalInfo(Thread& t, int sig);
+  // Resumes from any stop: PTRACE_SYSCALL where the next stop must be a call's entry or exit,
+  // PTRACE_SYSSKIP at a kernel-backend entry whose exit is not needed, else PTRACE_CONT.
   void Resume(Thread& t, int sig = 0);
+  // The ptrace and kernel backends follow calls by syscall stops, without a filter.
+  bool StopsAtEveryEntry() const {
+    return options_.backend == ptrace_ext::Backend::kPtrace ||
+           options_.backend == ptrace_ext::Backend::kKernel;
+  }
+  // Kernel backend: gives the command's first process its PTRACE_SELECT bitmap (inherited by
+  // every task it creates).
+  bool SelectCalls(pid_t tid);
   void ForwardPendingSignals();
   void Dispatch(Thread& t, SyscallRegs& call, bool seccomp);
   void RetryParked();

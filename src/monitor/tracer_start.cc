@@ -107,8 +107,8 @@ void Tracer::ExecCommand(const std::vector<ptrace_ext::TrapRule>& rules,
   (void)CoverMountPoints(covered);           // best effort: EPERM without CAP_SYS_ADMIN
   // Under the ptrace backend the monitor starts watching calls at this stop, so the
   // command's first traced call is its execve, as under the filter.
-  if (options_.backend == Backend::kPtrace) raise(SIGSTOP);
-  if (options_.backend != Backend::kPtrace) {
+  if (StopsAtEveryEntry()) raise(SIGSTOP);
+  if (!StopsAtEveryEntry()) {
     int listener = -1;
     std::string err = ptrace_ext::InstallFilter(rules, &listener);
     if (err.empty()) {
@@ -148,7 +148,7 @@ bool Tracer::StartCommand() {
   close(sync[0]);
   long opts = PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
               PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL;
-  if (options_.backend != Backend::kPtrace) opts |= PTRACE_O_TRACESECCOMP;
+  if (!StopsAtEveryEntry()) opts |= PTRACE_O_TRACESECCOMP;
   if (Ptrace(PTRACE_SEIZE, pid, 0, opts) != 0 || Ptrace(PTRACE_INTERRUPT, pid) != 0) {
     std::fprintf(stderr, "amino run: cannot trace: %s\n", std::strerror(errno));
     kill(pid, SIGKILL);
@@ -166,8 +166,7 @@ bool Tracer::StartCommand() {
     return false;
   }
   root_ = pid;
-  table_.AddRoot(pid).starting =
-      options_.backend == Backend::kPtrace || options_.backend == Backend::kNotify;
+  table_.AddRoot(pid).starting = StopsAtEveryEntry() || options_.backend == Backend::kNotify;
   close(sync[1]);  // the child may go on: it is traced
   return true;
 }

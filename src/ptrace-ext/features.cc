@@ -161,9 +161,12 @@ KernelFeatures ProbeKernel() {
       }, remote{const_cast<long*>(&kMagic), sizeof word};
       f.process_vm =
           process_vm_readv(pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(sizeof word);
-      f.ptrace_select = Ptrace(kPtraceSelect, pid) == 0;
-      f.ptrace_checkemu = Ptrace(kPtraceCheckEmu, pid) == 0;
-      f.ptrace_sysskip = Ptrace(kPtraceSysSkip, pid) == 0;
+      // An unknown request fails with EIO. PTRACE_SELECT with no bitmap (every call stops)
+      // succeeds anywhere; CHECKEMU and SYSSKIP act only at a syscall-entry stop, and refuse
+      // this signal stop with EINVAL.
+      f.ptrace_select = Ptrace(kPtraceSelect, pid, 0, nullptr) == 0;
+      f.ptrace_checkemu = Ptrace(kPtraceCheckEmu, pid) != 0 && errno == EINVAL;
+      f.ptrace_sysskip = Ptrace(kPtraceSysSkip, pid) != 0 && errno == EINVAL;
       Ptrace(PTRACE_SYSCALL, pid);
       continue;
     }
@@ -198,13 +201,20 @@ KernelFeatures ProbeKernel() {
   return f;
 }
 
+bool HasKernelPatches(const KernelFeatures& f) {
+  return f.ptrace_select && f.ptrace_checkemu && f.ptrace_sysskip;
+}
+
 Backend ChooseBackend(const KernelFeatures& f) {
-  if (f.ptrace_select && f.ptrace_checkemu && f.ptrace_sysskip) return Backend::kKernel;
   const bool trace = f.seccomp_filter && f.seccomp_trace && f.seccomp_skip;
   // Notification without the killable wait could run an emulated call twice (a signal after the
   // monitor acted would restart it): not worth its speed.
   if (trace && f.user_notif && f.notif_wait_killable) return Backend::kNotify;
+  // The patched kernel's requests give the same stops as SECCOMP_RET_TRACE (one per selected
+  // call, exit stops only where wanted), but every call of the tree takes the slow syscall path
+  // for the bitmap test: seccomp stays ahead where it works (kernel-patches/README.md).
   if (trace) return Backend::kSeccomp;
+  if (HasKernelPatches(f)) return Backend::kKernel;
   return Backend::kPtrace;
 }
 

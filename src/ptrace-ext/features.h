@@ -40,7 +40,11 @@ struct KernelFeatures {
 // Probes by forking short-lived children. Takes a few milliseconds.
 KernelFeatures ProbeKernel();
 
-// The best backend the features allow.
+// Whether the kernel has all three requests of kernel-patches/.
+bool HasKernelPatches(const KernelFeatures& f);
+
+// The best backend the features allow: notify, then seccomp, then the patched kernel's
+// requests, then plain ptrace.
 Backend ChooseBackend(const KernelFeatures& f);
 
 }  // namespace amino::ptrace_ext

@@ -112,16 +112,16 @@ class HardCasesTest(ittest.ScenarioTest):
                 self.assertEqual(got.mount_problems, ())
 
     def check_own_filter(self, argv):
-        # Under --backend ptrace the monitor emulates calls at their entry stop, before the
-        # program's own filter could run, so a handler that serves calls (the mount handler,
-        # the default, and --emulate=host) refuses the filter with a message instead of letting
-        # served calls bypass it.
+        # Under --backend ptrace (and kernel) the monitor emulates calls at their entry stop,
+        # before the program's own filter could run, so a handler that serves calls (the mount
+        # handler, the default, and --emulate=host) refuses the filter with a message instead of
+        # letting served calls bypass it.
         native = self.execute("native", argv, timeout=30)
         self.assertEqual(native.status, 0, native.stderr)
         for mode in self.amino_modes():
             with self.subTest(mode=mode):
                 got = self.execute(mode, argv, timeout=30)
-                if mode.endswith("ptrace"):
+                if mode.endswith(("ptrace", "kernel")):
                     err = got.stderr.decode(errors="replace")
                     self.assertEqual(got.status, 100, err)
                     self.assertIn("installs its own seccomp filter", err)

@@ -15,6 +15,9 @@ Modes (how the second run is made):
   mount-notify  amino run --backend notify --mount SCRATCH=DB, its cwd on the mount
   mount-seccomp amino run --backend seccomp --mount SCRATCH=DB
   mount-ptrace  amino run --backend ptrace --mount SCRATCH=DB
+  kernel, host-kernel, mount-kernel
+                the same with --backend kernel: only on a kernel with kernel-patches/ applied
+                (kernel-patches/run-vm runs them in a VM); never among the default modes
 
 In the mount modes the scratch directory is an Amino mount: its starting files are imported into
 a fresh file system DB (`amino mkfs`, `amino import`: modes, owners, times, links and extended
@@ -59,9 +62,12 @@ MODE_FLAGS = {
     "mount-notify": ["--backend", "notify"],
     "mount-seccomp": ["--backend", "seccomp"],
     "mount-ptrace": ["--backend", "ptrace"],
+    "kernel": ["--backend", "kernel"],
+    "host-kernel": ["--backend", "kernel", "--emulate=host"],
+    "mount-kernel": ["--backend", "kernel"],
 }
 # The modes whose scratch directory is an Amino mount (amino_prefix adds its --mount).
-MOUNT_MODES = ("mount-notify", "mount-seccomp", "mount-ptrace")
+MOUNT_MODES = ("mount-notify", "mount-seccomp", "mount-ptrace", "mount-kernel")
 DEFAULT_MODES = ["notify", "seccomp", "ptrace", "host-notify", "host-seccomp", "host-ptrace",
                  *MOUNT_MODES]
 MODES = list(DEFAULT_MODES)
