@@ -2,57 +2,62 @@
 
 namespace amino::schema {
 
-namespace {
-// A transaction that reads more than this (fsck, a rename of a large tree) starts over: the
-// values are a saving, not a duty.
-constexpr size_t kMaxValues = 4096;
-}  // namespace
-
 TxnReads::Reads& TxnReads::Mine() {
   thread_local Reads reads;
   return reads;
 }
 
-std::string TxnReads::Key(int db, std::string_view key) {
-  std::string k;
-  k.reserve(key.size() + 1);
-  k.push_back(static_cast<char>(db));
-  k.append(key);
-  return k;
+TxnReads::Entry* TxnReads::Lookup(Reads& r, int db, std::string_view key) {
+  for (size_t i = 0; i < r.used; ++i) {
+    Entry& e = r.entries[i];
+    if (e.db == db && e.key == key) return &e;
+  }
+  return nullptr;
 }
 
 const std::optional<std::string>* TxnReads::Find(const void* store, DB_TXN* txn, int db,
                                                  std::string_view key) {
   Reads& r = Mine();
-  if (r.values.empty() || r.store != store || r.txn != txn || r.id != txn->id(txn)) {
-    return nullptr;
-  }
-  auto it = r.values.find(Key(db, key));
-  return it == r.values.end() ? nullptr : &it->second;
+  if (r.used == 0 || r.store != store || r.txn != txn || r.id != txn->id(txn)) return nullptr;
+  const Entry* e = Lookup(r, db, key);
+  return e ? &e->value : nullptr;
 }
 
 void TxnReads::Remember(const void* store, DB_TXN* txn, int db, std::string_view key,
                         const std::optional<std::string>& value) {
   Reads& r = Mine();
   const u_int32_t id = txn->id(txn);
-  if (r.store != store || r.txn != txn || r.id != id || r.values.size() >= kMaxValues) {
-    r.values.clear();
+  if (r.store != store || r.txn != txn || r.id != id) {
     r.store = store;
     r.txn = txn;
     r.id = id;
+    r.used = 0;
+    r.next = 0;
   }
-  r.values.insert_or_assign(Key(db, key), value);
+  Entry* e = Lookup(r, db, key);
+  if (!e) {
+    if (r.used < r.entries.size()) {
+      e = &r.entries[r.used++];
+    } else {
+      e = &r.entries[r.next];
+      r.next = (r.next + 1) % r.entries.size();
+    }
+  }
+  e->db = db;
+  e->key.assign(key);
+  e->value = value;
 }
 
 void TxnReads::Forget(int db, std::string_view key) {
   Reads& r = Mine();
-  if (!r.values.empty()) r.values.erase(Key(db, key));
+  if (Entry* e = Lookup(r, db, key)) e->db = -1;
 }
 
 void TxnReads::End(DB_TXN* txn) {
   Reads& r = Mine();
   if (r.txn != txn) return;
-  r.values.clear();
+  r.used = 0;
+  r.next = 0;
   r.txn = nullptr;
   r.store = nullptr;
 }
