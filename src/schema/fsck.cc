@@ -245,16 +245,22 @@ class Checker {
         Report("RECORD", "Inode key of " + std::to_string(cur.key().size()) + " bytes");
         continue;
       }
-      FileSummary& f = files_[id];
-      f.has_inode_key = true;
-      InodeValue v;
-      if (!DecodeInodeValue(cur.value(), &v)) {
-        Report("RECORD", "InodeValue of " + IdText(id) + " does not decode");
-        continue;
-      }
-      f.inode = v;
+      NoteInode(id, cur.value());
     }
     return Status::Ok();
+  }
+
+  // A file record: the file's summary, or nullptr when the record does not decode (reported).
+  FileSummary* NoteInode(FileId id, std::string_view value) {
+    FileSummary& f = files_[id];
+    f.has_inode_key = true;
+    InodeValue v;
+    if (!DecodeInodeValue(value, &v)) {
+      Report("RECORD", "InodeValue of " + IdText(id) + " does not decode");
+      return nullptr;
+    }
+    f.inode = v;
+    return &f;
   }
 
   Status ScanData() {
@@ -289,15 +295,7 @@ class Checker {
           Report("RECORD", "InodeValue of " + IdText(id) + " in the Data database");
           continue;
         }
-        FileSummary& f = files_[id];
-        f.has_inode_key = true;
-        InodeValue v;
-        if (!DecodeInodeValue(cur.value(), &v)) {
-          Report("RECORD", "InodeValue of " + IdText(id) + " does not decode");
-          continue;
-        }
-        f.inode = v;
-        current_file = &f;
+        current_file = NoteInode(id, cur.value());
       } else if (ParsePageKey(key, &id, &page)) {
         bool recorded;
         if (separate) {
