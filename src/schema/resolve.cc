@@ -2,6 +2,7 @@
 #include <deque>
 
 #include "schema/fs_internal.h"
+#include "schema/name_hints.h"
 
 namespace amino::schema::internal {
 
@@ -143,6 +144,13 @@ Result<Node> Ops::NodeById(DB_TXN* t, FileId id) {
     AMINO_ASSIGN_OR_RETURN(std::optional<Node> n, NodeByIdInSnapshot(t, id));
     if (n) return std::move(*n);
   }
+  if (const std::string* hint = NameHints::Find(&s_, id)) {
+    // Its Path record, when it still names this file and holds its metadata, is all there is
+    // to read (name_hints.h); that record's lock covers every change of the file's names too.
+    const std::string name = *hint;
+    AMINO_ASSIGN_OR_RETURN(std::optional<PathValue> pv, GetPath(t, name));
+    if (pv && pv->id == id && pv->plmd) return NodeAt(t, name, *pv);
+  }
   AMINO_ASSIGN_OR_RETURN(std::optional<std::string> raw, s_.Get(s_.inode(), t, IdKey(id)));
   if (!raw) return Status::Errno(ESTALE);
   Node n;
@@ -170,6 +178,7 @@ Result<Node> Ops::NodeById(DB_TXN* t, FileId id) {
   n.pv = *pv;
   n.attr = *pv->plmd;
   AMINO_RETURN_IF_ERROR(LoadAcl(t, n));
+  NameHints::Note(&s_, id, n.path);
   return n;
 }
 
