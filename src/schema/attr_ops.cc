@@ -158,21 +158,34 @@ Status FileSystem::Utimens(Transaction& txn, const Cred& c, std::string_view pat
   return UtimensNode(ops, txn.raw(), c, n, times);
 }
 
+namespace {
+
+// relatime_need_update() in fs/inode.c.
+bool RelatimeDue(const Attr& a, const timespec& now) {
+  auto not_after = [](const timespec& x, const timespec& y) {
+    return x.tv_sec < y.tv_sec || (x.tv_sec == y.tv_sec && x.tv_nsec <= y.tv_nsec);
+  };
+  constexpr time_t kDay = 24 * 60 * 60;
+  return not_after(a.atime, a.mtime) || not_after(a.atime, a.ctime) ||
+         now.tv_sec - a.atime.tv_sec >= kDay;
+}
+
+}  // namespace
+
 Result<bool> FileSystem::TouchAtime(Transaction& txn, FileId id) {
   Ops ops(*store_);
   AMINO_ASSIGN_OR_RETURN(Node n, ops.NodeById(txn.raw(), id));
-  auto not_after = [](const timespec& a, const timespec& b) {
-    return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec <= b.tv_nsec);
-  };
   const timespec now = Now();
-  constexpr time_t kDay = 24 * 60 * 60;
-  // relatime_need_update() in fs/inode.c.
-  const bool due = not_after(n.attr.atime, n.attr.mtime) || not_after(n.attr.atime, n.attr.ctime) ||
-                   now.tv_sec - n.attr.atime.tv_sec >= kDay;
-  if (!due) return false;
+  if (!RelatimeDue(n.attr, now)) return false;
   n.attr.atime = now;
   AMINO_RETURN_IF_ERROR(ops.SaveAttr(txn.raw(), n));
   return true;
+}
+
+Result<bool> FileSystem::AtimeDue(Transaction& txn, FileId id) {
+  Ops ops(*store_);
+  AMINO_ASSIGN_OR_RETURN(Node n, ops.NodeById(txn.raw(), id));
+  return RelatimeDue(n.attr, Now());
 }
 
 std::vector<FileId> FileSystem::TakeFollowedLinks() { return internal::TakeFollowedLinks(*store_); }

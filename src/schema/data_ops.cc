@@ -79,7 +79,11 @@ Result<size_t> WriteAt(Store& s, Ops& ops, DB_TXN* t, const Cred& c, Node& n, ui
     const uint32_t chunk =
         static_cast<uint32_t>(std::min<uint64_t>(kTransferUnit - in_page, end - pos));
     const std::string key = PageKey(n.id, index);
-    AMINO_ASSIGN_OR_RETURN(std::optional<std::string> old, s.Get(s.data(), t, key));
+    std::optional<std::string> old;
+    // No page lies past the end of file (PAGESMATCHSIZE): one there is new, not read.
+    if (index * kTransferUnit < n.attr.size) {
+      AMINO_ASSIGN_OR_RETURN(old, s.Get(s.data(), t, key));
+    }
     if (old) {
       page = std::move(*old);
     } else {
@@ -125,6 +129,7 @@ Result<size_t> FileSystem::Read(Transaction& txn, FileId id, uint64_t offset, vo
     const uint64_t from = std::max(offset, page_start);
     const uint64_t to = std::min<uint64_t>(end, page_start + data.size());
     if (from < to) std::memcpy(dst + (from - offset), data.data() + (from - page_start), to - from);
+    if (page_start + kTransferUnit >= end) break;  // no later page holds any of it
     AMINO_ASSIGN_OR_RETURN(more, c.Next());
   }
   return count;

@@ -53,6 +53,7 @@ struct OpenResult {
   FileId id = 0;
   Stat stat;
   bool created = false;
+  std::string path;  // the name it was opened by, after links (empty: O_TMPFILE, O_PATH)
 };
 
 // The root directory of a new file system. uid and gid -1: the caller's effective ids, as
@@ -172,6 +173,8 @@ class FileSystem {
   // default: atime becomes now when it is not later than mtime or ctime, or is a day old.
   // Nothing else changes (not ctime). Returns whether atime was written.
   Result<bool> TouchAtime(Transaction& t, FileId id);
+  // Whether an access now would write atime (TouchAtime's test alone, writing nothing).
+  Result<bool> AtimeDue(Transaction& t, FileId id);
   // The symbolic links this thread's path walks in this file system followed since it last
   // asked. Linux touches a followed link's access time (as TouchAtime) whatever becomes of the
   // call, so the caller touches them, in another transaction when the call's was aborted.
@@ -205,7 +208,9 @@ class FileSystem {
   FileSystem(std::string dir, std::unique_ptr<Store> store);
   std::string dir_;
   std::unique_ptr<Store> store_;
-  Status Hold(Transaction& txn, FileId id);
+  // `made_here`: the file was created by `txn`, whose write lock on its record already keeps
+  // any remover waiting.
+  Status Hold(Transaction& txn, FileId id, bool made_here = false);
   bool recovered_on_open_ = false;
   friend class Impl;
 };

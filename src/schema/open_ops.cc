@@ -6,6 +6,7 @@
 #include <random>
 
 #include "schema/fs_internal.h"
+#include "schema/name_hints.h"
 
 namespace amino::schema {
 
@@ -39,7 +40,12 @@ unsigned char DirentType(uint32_t mode) { return static_cast<unsigned char>((mod
 }  // namespace
 
 // An open description holds its file (open_holds.h): nothing is written.
-Status FileSystem::Hold(Transaction& txn, FileId id) {
+Status FileSystem::Hold(Transaction& txn, FileId id, bool made_here) {
+  if (made_here) {
+    AMINO_RETURN_IF_ERROR(store_->holds().Acquire(id));
+    txn.NoteHold(id, 1);
+    return Status::Ok();
+  }
   if (txn.nested()) {
     // Inside an application transaction the open takes the file's record for writing until
     // the transaction ends, as a written open count did: transactions that open one file take
@@ -82,7 +88,7 @@ Result<OpenResult> FileSystem::Open(Transaction& txn, const Cred& c, std::string
     AMINO_ASSIGN_OR_RETURN(Node n, ops.ResolveExisting(t, c, path, !(flags & O_NOFOLLOW)));
     if ((flags & O_DIRECTORY) && !n.is_dir()) return Status::Errno(ENOTDIR);
     AMINO_RETURN_IF_ERROR(Hold(txn, n.id));
-    return OpenResult{n.id, Stat{n.id, n.attr}, false};
+    return OpenResult{n.id, Stat{n.id, n.attr}, false, {}};
   }
   const bool creat = flags & O_CREAT;
   if (creat && (flags & O_DIRECTORY)) return Status::Errno(EINVAL);
@@ -115,9 +121,11 @@ Result<OpenResult> FileSystem::Open(Transaction& txn, const Cred& c, std::string
     }
   }
   Node& n = *r.node;
-  AMINO_RETURN_IF_ERROR(Hold(txn, n.id));
+  AMINO_RETURN_IF_ERROR(Hold(txn, n.id, out.created));
   out.id = n.id;
   out.stat = Stat{n.id, n.attr};
+  out.path = n.path;
+  if (n.where == Node::Where::kPlmd) NameHints::Note(store_.get(), n.id, n.path);
   return out;
 }
 

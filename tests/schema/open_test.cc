@@ -313,5 +313,56 @@ TEST_F(OpenTest, AHeldDirectoryOutlivesItsRemovalUntilReleased) {
   ExpectConsistent();
 }
 
+// Calls on an open file find it by id, wherever its names have gone since it was opened: the
+// name it was opened by may now be another file's, or shared with a hard link, or gone.
+TEST_F(OpenTest, AnOpenFileIsFoundByIdAfterItsNamesChange) {
+  Result<OpenResult> o = root().Open("/a", O_CREAT | O_RDWR, 0644);
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  EXPECT_EQ(o->path, "/a");
+  const FileId id = o->id;
+  ASSERT_TRUE(root().Write(id, 0, "first").ok());
+
+  // Its first name now names another file.
+  ASSERT_TRUE(root().Rename("/a", "/b").ok());
+  ASSERT_TRUE(root().WriteFile("/a", "xyz", 0600).ok());
+  Result<Stat> st = root().FStat(id);
+  ASSERT_TRUE(st.ok()) << st.status().message();
+  EXPECT_EQ(st->attr.size, 5u);
+  EXPECT_EQ(st->attr.mode & 07777, 0644u);
+  ASSERT_TRUE(root().Write(id, 5, "+").ok());
+  EXPECT_EQ(*root().ReadFile("/b"), "first+");
+  EXPECT_EQ(*root().ReadFile("/a"), "xyz");
+
+  // A second name: its metadata leaves the Path record.
+  ASSERT_TRUE(root().Link("/b", "/c").ok());
+  st = root().FStat(id);
+  ASSERT_TRUE(st.ok()) << st.status().message();
+  EXPECT_EQ(st->attr.nlink, 2u);
+  EXPECT_EQ(st->attr.size, 6u);
+
+  // No name left while open.
+  ASSERT_TRUE(root().Unlink("/b").ok());
+  ASSERT_TRUE(root().Unlink("/c").ok());
+  st = root().FStat(id);
+  ASSERT_TRUE(st.ok()) << st.status().message();
+  EXPECT_EQ(st->attr.nlink, 0u);
+  EXPECT_EQ(*root().Read(id, 0, 16), "first+");
+  EXPECT_TRUE(root().Close(id).ok());
+}
+
+// A hard link opened by its second name: the open says that name.
+TEST_F(OpenTest, TheOpenSaysTheNameItWasOpenedBy) {
+  ASSERT_TRUE(root().WriteFile("/f", "data", 0644).ok());
+  ASSERT_TRUE(root().Mkdir("/d").ok());
+  ASSERT_TRUE(root().Link("/f", "/d/g").ok());
+  ASSERT_TRUE(root().Symlink("d/g", "/l").ok());
+  for (const char* p : {"/f", "/d/g", "/l"}) {
+    Result<OpenResult> o = root().Open(p, O_RDONLY);
+    ASSERT_TRUE(o.ok()) << p << ": " << o.status().message();
+    EXPECT_EQ(o->path, std::string(p) == "/f" ? "/f" : "/d/g") << p;
+    EXPECT_TRUE(root().Close(o->id).ok());
+  }
+}
+
 }  // namespace
 }  // namespace amino::schema::testing

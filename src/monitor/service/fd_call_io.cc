@@ -109,10 +109,14 @@ int64_t GenericSeek(uint64_t pos, int64_t off, int whence, int64_t maxsize, int6
 Decision ReadData(FdCall& c, const std::vector<iovec>& iov, size_t total, int64_t start,
                   bool at_cursor) {
   std::vector<char> data;
+  // As filemap_read(): the access counts even at the end of file, but not from s_maxbytes on.
+  const bool accessed = total > 0 && static_cast<uint64_t>(start) < schema::kMaxFileSize;
+  bool atime_current = false;  // found so by the read's own transaction
   return c.run(
       [&](schema::Transaction& txn) {
         size_t got = 0;
         data.clear();
+        atime_current = false;
         while (got < total) {
           const size_t want = std::min(total - got, kChunk);
           data.resize(got + want);
@@ -123,6 +127,14 @@ Decision ReadData(FdCall& c, const std::vector<iovec>& iov, size_t total, int64_
           if (*r < want) break;
         }
         data.resize(got);
+        if (accessed && !txn.nested() && !(c.f.flags & O_NOATIME) &&
+            c.f.atime_current_at != c.f.mfs->change_generation) {
+          // Mostly atime is not due (relatime): asked here, where the file's record was just
+          // read, that spares the transaction of its own that would ask it.
+          auto due = c.f.mfs->fs->AtimeDue(txn, c.f.id);
+          if (!due.ok()) return due.status();
+          atime_current = !*due;
+        }
         return Status::Ok();
       },
       [&] {
@@ -138,8 +150,11 @@ Decision ReadData(FdCall& c, const std::vector<iovec>& iov, size_t total, int64_
         }
         if (copied == 0 && !data.empty()) return static_cast<long>(-EFAULT);
         if (at_cursor) c.f.offset = static_cast<uint64_t>(start) + copied;
-        // As filemap_read(): even at the end of file, but not from s_maxbytes on.
-        if (total > 0 && static_cast<uint64_t>(start) < schema::kMaxFileSize) NoteDataAccess(c.f);
+        if (atime_current) {
+          c.f.atime_current_at = c.f.mfs->change_generation;
+        } else if (accessed) {
+          NoteDataAccess(c.f);
+        }
         return static_cast<long>(copied);
       });
 }

@@ -154,10 +154,12 @@ Decision MountHandler::OpenServed(Thread& t, SyscallRegs& call, Target& target, 
     auto r = m.fs->Open(txn, cred, rel, flags, create_mode, umask);
     if (!r.ok()) return r.status();
     file->id = r->id;
-    if (auto names = m.fs->Names(txn, r->id); names.ok() && !names->empty()) {
+    file->type = r->stat.attr.mode & S_IFMT;
+    if (S_ISREG(file->type) && !r->path.empty()) {
+      file->opened_name = r->path;  // as Linux, the name it was opened by (of a hard link too)
+    } else if (auto names = m.fs->Names(txn, r->id); names.ok() && !names->empty()) {
       file->opened_name = names->front();
     }
-    file->type = r->stat.attr.mode & S_IFMT;
     file->counted = true;
     if (S_ISFIFO(file->type) || S_ISCHR(file->type) || S_ISBLK(file->type)) {
       // The access is granted; the descriptor will be the kernel's, not a served one, so the
