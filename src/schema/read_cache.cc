@@ -53,7 +53,7 @@ uint64_t ReadCache::Refresh() {
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t now = Shared();
   if (now != seen_) {
-    entries_.clear();
+    ClearLocked();
     seen_ = now;
   }
   return now;
@@ -62,22 +62,24 @@ uint64_t ReadCache::Refresh() {
 void ReadCache::Advance() {
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t before = At(shared_).fetch_add(1, std::memory_order_seq_cst);
-  if (before != seen_) entries_.clear();  // someone else moved it since: nothing is sure
+  if (before != seen_) ClearLocked();  // someone else moved it since: nothing is sure
   seen_ = before + 1;
 }
 
-std::string ReadCache::Key(int db, std::string_view key) {
-  std::string k;
-  k.reserve(key.size() + 1);
-  k.push_back(static_cast<char>(db));
-  k.append(key);
-  return k;
+ReadCache::Entries* ReadCache::EntriesOf(int db) {
+  return db >= 0 && db < kDatabases ? &entries_[static_cast<size_t>(db)] : nullptr;
+}
+
+void ReadCache::ClearLocked() {
+  for (Entries& e : entries_) e.clear();
+  size_ = 0;
 }
 
 std::optional<ReadCache::Hit> ReadCache::Find(int db, std::string_view key) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = entries_.find(Key(db, key));
-  if (it == entries_.end()) {
+  Entries* entries = EntriesOf(db);
+  auto it = entries ? entries->find(key) : Entries::iterator();
+  if (!entries || it == entries->end()) {
     ++misses_;
     return std::nullopt;
   }
@@ -89,18 +91,31 @@ void ReadCache::Insert(int db, std::string_view key, const std::optional<std::st
                        uint64_t reader) {
   if (value && value->size() > kMaxValue) return;
   std::lock_guard<std::mutex> lock(mu_);
-  if (entries_.size() >= kMaxEntries) entries_.clear();
-  entries_[Key(db, key)] = Hit{value, reader};
+  Entries* entries = EntriesOf(db);
+  if (!entries) return;
+  if (size_ >= kMaxEntries) ClearLocked();
+  auto it = entries->find(key);
+  if (it == entries->end()) {
+    entries->emplace(std::string(key), Hit{value, reader});
+    ++size_;
+  } else {
+    it->second = Hit{value, reader};
+  }
 }
 
 void ReadCache::Forget(int db, std::string_view key) {
   std::lock_guard<std::mutex> lock(mu_);
-  entries_.erase(Key(db, key));
+  Entries* entries = EntriesOf(db);
+  if (!entries) return;
+  if (auto it = entries->find(key); it != entries->end()) {
+    entries->erase(it);
+    --size_;
+  }
 }
 
 void ReadCache::Clear() {
   std::lock_guard<std::mutex> lock(mu_);
-  entries_.clear();
+  ClearLocked();
 }
 
 }  // namespace amino::schema

@@ -18,7 +18,9 @@
 // values must not be kept).
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -64,12 +66,21 @@ class ReadCache {
 
  private:
   ReadCache() = default;
-  static std::string Key(int db, std::string_view key);
+  // Looked up by the key as the caller has it, with no string made for the lookup.
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view k) const { return std::hash<std::string_view>{}(k); }
+  };
+  using Entries = std::unordered_map<std::string, Hit, KeyHash, std::equal_to<>>;
+  static constexpr int kDatabases = 8;
+  Entries* EntriesOf(int db);
+  void ClearLocked();
 
-  std::mutex mu_;               // writes may come from any thread of the process
-  uint64_t* shared_ = nullptr;  // the mapped generation
-  uint64_t seen_ = 0;           // the generation the entries are true at
-  std::unordered_map<std::string, Hit> entries_;
+  std::mutex mu_;                            // writes may come from any thread of the process
+  uint64_t* shared_ = nullptr;               // the mapped generation
+  uint64_t seen_ = 0;                        // the generation the entries are true at
+  std::array<Entries, kDatabases> entries_;  // by database number
+  size_t size_ = 0;                          // entries in all of them
   uint64_t hits_ = 0;
   uint64_t misses_ = 0;
 };
