@@ -51,11 +51,19 @@ using internal::Permitted;
 
 namespace {
 
-enum class Space { kUser, kTrusted, kSecurity, kAcl };
+enum class Space { kUser, kTrusted, kSecurity, kAcl, kOther };
 
-Result<Space> Namespace(std::string_view name) {
+// A name's namespace, and the errno the name itself earns once the permission check has passed
+// (xattr_resolve_name() comes after xattr_permission(): a bare prefix is EINVAL, an unknown one
+// EOPNOTSUPP).
+struct Named {
+  Space space;
+  int deferred = 0;
+};
+
+Result<Named> Namespace(std::string_view name) {
   if (name.empty() || name.size() > kXattrNameMax) return Status::Errno(ERANGE);
-  if (name == kAclAccessName || name == kAclDefaultName) return Space::kAcl;
+  if (name == kAclAccessName || name == kAclDefaultName) return Named{Space::kAcl};
   struct Prefix {
     std::string_view text;
     Space space;
@@ -64,11 +72,12 @@ Result<Space> Namespace(std::string_view name) {
       {"user.", Space::kUser}, {"trusted.", Space::kTrusted}, {"security.", Space::kSecurity}};
   for (const Prefix& p : kPrefixes) {
     if (name.substr(0, p.text.size()) == p.text) {
-      if (name.size() == p.text.size()) return Status::Errno(EINVAL);
-      return p.space;
+      return Named{p.space, name.size() == p.text.size() ? EINVAL : 0};
     }
   }
-  return Status::Errno(EOPNOTSUPP);
+  // system.* passes the permission check whatever it names.
+  if (name.substr(0, 7) == "system.") return Status::Errno(EOPNOTSUPP);
+  return Named{Space::kOther, EOPNOTSUPP};
 }
 
 // xattr_permission(): `write` for set/remove, read otherwise.
@@ -82,6 +91,8 @@ Status CheckAccess(const Node& n, const Cred& c, Space space, bool write) {
       return Status::Ok();
     case Space::kAcl:  // reading needs nothing; writing: SetAcl
       return Status::Ok();
+    case Space::kOther:
+      return Permitted(n, c, write ? 2 : 4) ? Status::Ok() : Status::Errno(EACCES);
     case Space::kUser:
       if (!S_ISREG(n.attr.mode) && !S_ISDIR(n.attr.mode)) {
         return Status::Errno(write ? EPERM : ENODATA);
@@ -135,9 +146,11 @@ Status SetAcl(Ops& ops, DB_TXN* t, const Cred& c, Node& n, std::string_view name
 }
 
 Result<std::string> Get(Store& s, DB_TXN* t, const Cred& c, const Node& n, std::string_view name) {
-  AMINO_ASSIGN_OR_RETURN(Space space, Namespace(name));
+  AMINO_ASSIGN_OR_RETURN(Named named, Namespace(name));
+  const Space space = named.space;
   if (space == Space::kAcl && n.is_link()) return Status::Errno(EOPNOTSUPP);
   AMINO_RETURN_IF_ERROR(CheckAccess(n, c, space, false));
+  if (named.deferred) return Status::Errno(named.deferred);
   AMINO_ASSIGN_OR_RETURN(std::optional<std::string> v, s.Get(s.xattr(), t, XattrKey(n.id, name)));
   if (!v) return Status::Errno(ENODATA);
   return std::move(*v);
@@ -146,7 +159,8 @@ Result<std::string> Get(Store& s, DB_TXN* t, const Cred& c, const Node& n, std::
 Status Set(Store& s, Ops& ops, DB_TXN* t, const Cred& c, Node& n, std::string_view name,
            std::string_view value, int flags) {
   if (flags & ~(XATTR_CREATE | XATTR_REPLACE)) return Status::Errno(EINVAL);
-  AMINO_ASSIGN_OR_RETURN(Space space, Namespace(name));
+  AMINO_ASSIGN_OR_RETURN(Named named, Namespace(name));
+  const Space space = named.space;
   if (value.size() > kXattrValueMax) return Status::Errno(E2BIG);
   if (space == Space::kAcl) {
     // XATTR_CREATE and XATTR_REPLACE do not apply to ACLs.
@@ -154,6 +168,7 @@ Status Set(Store& s, Ops& ops, DB_TXN* t, const Cred& c, Node& n, std::string_vi
     return SetAcl(ops, t, c, n, name, std::move(acl));
   }
   AMINO_RETURN_IF_ERROR(CheckAccess(n, c, space, true));
+  if (named.deferred) return Status::Errno(named.deferred);
   const std::string key = XattrKey(n.id, name);
   AMINO_ASSIGN_OR_RETURN(std::optional<std::string> old, s.Get(s.xattr(), t, key));
   if (old && (flags & XATTR_CREATE)) return Status::Errno(EEXIST);
@@ -179,10 +194,12 @@ Result<std::vector<std::string>> List(Store& s, DB_TXN* t, const Cred& c, const 
 }
 
 Status Remove(Store& s, Ops& ops, DB_TXN* t, const Cred& c, Node& n, std::string_view name) {
-  AMINO_ASSIGN_OR_RETURN(Space space, Namespace(name));
+  AMINO_ASSIGN_OR_RETURN(Named named, Namespace(name));
+  const Space space = named.space;
   // Removing an ACL the file does not have succeeds, as on Linux.
   if (space == Space::kAcl) return SetAcl(ops, t, c, n, name, Acl());
   AMINO_RETURN_IF_ERROR(CheckAccess(n, c, space, true));
+  if (named.deferred) return Status::Errno(named.deferred);
   const std::string key = XattrKey(n.id, name);
   AMINO_ASSIGN_OR_RETURN(std::optional<std::string> old, s.Get(s.xattr(), t, key));
   if (!old) return Status::Errno(ENODATA);

@@ -110,6 +110,41 @@ TEST_F(XattrTest, PermissionsMatchTheKernel) {
   }
 }
 
+// The permission check comes before the name's own errors (a bare prefix, an unknown one), and
+// user.* is refused on files other than regular files and directories (a FIFO, a socket).
+TEST_F(XattrTest, PermissionComesBeforeTheNameAsInTheKernel) {
+  ASSERT_NO_FATAL_FAILURE(BothFile("/none", "", 0600));
+  ASSERT_TRUE(root().Mknod("/fifo", S_IFIFO | 0666).ok());
+  ASSERT_EQ(mknod(H("/fifo").c_str(), S_IFIFO | 0666, 0), 0);
+  ASSERT_TRUE(root().Mknod("/sock", S_IFSOCK | 0666).ok());
+  ASSERT_EQ(mknod(H("/sock").c_str(), S_IFSOCK | 0666, 0), 0);
+  for (const Cred& cred : {Cred::Root(), Cred::User(1000, 1000)}) {
+    Client who = root().As(cred);
+    for (const char* p : {"/none", "/fifo", "/sock"}) {
+      std::string hp = H(p);
+      for (const char* name : {"user.", "user.x", "trusted.", "security.", "other.x"}) {
+        // The host side of a user keeps CAP_SYS_ADMIN (HostErrAs changes file-system ids):
+        // trusted.* and security.* are compared as root only.
+        if (cred.uid != 0 && std::string_view(name).find("user.") != 0 &&
+            std::string_view(name) != "other.x") {
+          continue;
+        }
+        char buf[16];
+        EXPECT_EQ(ErrName(Err(who.SetXattr(p, name, "v"))),
+                  ErrName(HostErrAs(cred, [&] { return setxattr(hp.c_str(), name, "v", 1, 0); })))
+            << "setxattr " << p << " " << name << " as uid " << cred.uid;
+        EXPECT_EQ(
+            ErrName(Err(who.GetXattr(p, name))),
+            ErrName(HostErrAs(cred, [&] { return getxattr(hp.c_str(), name, buf, sizeof buf); })))
+            << "getxattr " << p << " " << name << " as uid " << cred.uid;
+        EXPECT_EQ(ErrName(Err(who.RemoveXattr(p, name))),
+                  ErrName(HostErrAs(cred, [&] { return removexattr(hp.c_str(), name); })))
+            << "removexattr " << p << " " << name << " as uid " << cred.uid;
+      }
+    }
+  }
+}
+
 TEST_F(XattrTest, AttributesBelongToTheFile) {
   ASSERT_TRUE(root().WriteFile("/f", "").ok());
   ASSERT_TRUE(root().SetXattr("/f", "user.k", "v").ok());
