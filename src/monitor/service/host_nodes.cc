@@ -75,6 +75,28 @@ int HostNodes::Prepare(int mount, schema::FileId id, const schema::Attr& attr, s
     }
     if (lstat(node.c_str(), &st) != 0) return -errno;
   }
+  if (int err = Match(node, st, attr)) return err;
+  *path = node;
+  return 0;
+}
+
+int HostNodes::SocketPath(int mount, schema::FileId id, std::string* path) {
+  if (dir_.empty()) {
+    if (int err = MakeDir()) return -err;
+  }
+  std::string node = dir_ + "/s" + std::to_string(mount) + "." + std::to_string(id);
+  if (unlink(node.c_str()) != 0 && errno != ENOENT) return -errno;
+  *path = std::move(node);
+  return 0;
+}
+
+int HostNodes::MatchSocket(const std::string& path, const schema::Attr& attr) {
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) return -ECONNREFUSED;
+  return Match(path, st, attr);
+}
+
+int HostNodes::Match(const std::string& node, const struct stat& st, const schema::Attr& attr) {
   // The owner first: chown clears the set-id bits the mode may carry.
   bool owned = st.st_uid == attr.uid && st.st_gid == attr.gid;
   bool set_mode = false;
@@ -89,7 +111,6 @@ int HostNodes::Prepare(int mount, schema::FileId id, const schema::Attr& attr, s
   if (set_mode || (st.st_mode & 07777) != mode) {
     if (chmod(node.c_str(), mode) != 0) return -errno;
   }
-  *path = node;
   return 0;
 }
 

@@ -3,12 +3,13 @@
 // is given to the kernel on a host node that stands for it. One host node per stored node (mount
 // and file id, so every name of it reaches the same node), in a directory private to the monitor:
 // a FIFO (every opener in the traced tree shares its pipe, for as long as the monitor runs), or a
-// device node of the same type and number. Its owner, group and permission bits are the stored
-// node's, brought up to date at each open, so that the kernel's own check of the opener agrees
-// with the schema's. The directory is made on first need and removed with everything in it when
-// the monitor is done.
+// device node of the same type and number; a socket is bound there by the monitor. Its owner, group
+// and permission bits are the stored node's, brought up to date at each open, so that the kernel's
+// own check of the opener agrees with the schema's. The directory is made on first need and removed
+// with everything in it when the monitor is done.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <string>
@@ -31,6 +32,14 @@ class HostNodes {
   // failed mknod when nothing can stand for a device).
   int Prepare(int mount, schema::FileId id, const schema::Attr& attr, std::string* path);
 
+  // Sockets: a fresh host path for stored socket `id` of mount `mount` to be bound at (a stale
+  // node there is removed). 0 or -errno.
+  int SocketPath(int mount, schema::FileId id, std::string* path);
+  // The socket bound at `path` given the stored node's owner and mode, as Prepare does, so that
+  // the kernel's check of a connecting process agrees with the schema's. 0, or -ECONNREFUSED
+  // when no socket is there.
+  int MatchSocket(const std::string& path, const schema::Attr& attr);
+
   // Removes the directory and every node in it (a FIFO still open keeps its pipe).
   void Remove();
 
@@ -39,6 +48,8 @@ class HostNodes {
 
  private:
   int MakeDir();
+  // Gives the node at `node` (lstat `st`) the owner and mode of `attr`: 0 or -errno.
+  static int Match(const std::string& node, const struct stat& st, const schema::Attr& attr);
   std::string dir_;
   bool devices_open_ = false;  // its file system lets device nodes be opened (not nodev)
 };

@@ -69,6 +69,8 @@ void MountHandler::SetListener(ptrace_ext::NotifyListener* listener) {
 
 std::vector<long> MountHandler::ExtraTrapped() const {
   std::vector<long> nrs = host_.ExtraTrapped();
+  // AF_UNIX socket names in mounts (mount_sockets.cc).
+  for (long nr : {SYS_bind, SYS_connect, SYS_getsockname, SYS_getpeername}) nrs.push_back(nr);
   for (long i = 0; i < AMINO_SYS_COUNT; ++i) nrs.push_back(AMINO_SYS_BASE + i);
   if (external_) {
     for (long nr : OutputCalls()) nrs.push_back(nr);
@@ -88,6 +90,8 @@ bool MountHandler::NeedsStop(long nr) const {
     case SYS_execveat:
     case SYS_chdir:
     case SYS_fchdir:
+    case SYS_bind:  // their address register is changed (mount_sockets.cc)
+    case SYS_connect:
       return true;
     default:
       // Signals are sent by the command's first process before the monitor takes the
@@ -187,6 +191,13 @@ Decision MountHandler::Serve(Thread& t, SyscallRegs& call) {
     case SYS_execve:
     case SYS_execveat:
       return Exec(t, call);
+    case SYS_bind:
+      return Bind(t, call);
+    case SYS_connect:
+      return Connect(t, call);
+    case SYS_getsockname:
+    case SYS_getpeername:
+      return SocketName(t, call);
     case SYS_chroot:
     case SYS_name_to_handle_at:
     case SYS_open_by_handle_at:

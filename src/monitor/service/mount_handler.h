@@ -18,6 +18,7 @@
 //   exec_call.h           exec of programs stored in a mount (program_copies.h, shebang.h)
 //   mount_mmap.cc         mmap of served files (shared ones through shared_mappings.h)
 //   mount_nodes.cc        opens of stored FIFOs and device nodes (on host nodes, host_nodes.h)
+//   mount_sockets.cc      AF_UNIX sockets bound at paths in a mount (bind, connect, their names)
 //   mount_foreign.cc      calls of another ABI (int $0x80, x32) that name a mount: refused
 // Beside the class: mount_fs.cc runs one call in its own transaction on a mount (RunCall),
 // served_file.cc is a descriptor's open file, user_txn.cc the application transactions.
@@ -27,6 +28,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -229,6 +231,9 @@ class MountHandler : public CallHandler, public TxnControl {
   // Runs `body` on a served target, following a link or ".." that leaves the mount.
   Decision RunOnTarget(Thread& t, SyscallRegs& call, Target& target, int arg, const PathBody& body,
                        const Done& done);
+  // The same, with `on_host` deciding the call once the walk has left for a host path.
+  Decision RunOnTargetOr(Target& target, const PathBody& body, const Done& done,
+                         const std::function<Decision(const std::string&)>& on_host);
   Decision RunOnFile(ServedFile& f, const FileBody& body, const Done& done);
   Decision Outcome(const CallOutcome& o, const Done& done);
   Decision Chdir(Thread& t, SyscallRegs& call);
@@ -310,6 +315,21 @@ class MountHandler : public CallHandler, public TxnControl {
   std::optional<Decision> ResumeFifoWait(Thread& t, SyscallRegs& call);
   // Whether a writer has had the FIFO open since `fd` (a non-blocking read end) was opened.
   bool WriterCame(int fd);
+
+  // --- mount_sockets.cc
+  // bind and connect of an AF_UNIX socket to a path in a mount: the stored node is the schema's,
+  // the live socket the kernel's, bound at a host node (host_nodes.h) that stands for it.
+  Decision Bind(Thread& t, SyscallRegs& call);
+  Decision Connect(Thread& t, SyscallRegs& call);
+  // getsockname, getpeername: a host node's address reads as the path the socket was bound by.
+  Decision SocketName(Thread& t, SyscallRegs& call);
+  // The call goes to the kernel with a sockaddr_un of `host_path` in place of its address
+  // (registers 1 and 2), put back at its exit.
+  Decision WithSocketAddress(Thread& t, SyscallRegs& call, const std::string& host_path);
+  // Host node of each socket bound under this run -> the path it was bound by, as given.
+  std::unordered_map<std::string, std::string> socket_names_;
+  // Stored socket (mount number, file id) -> its host node.
+  std::map<std::pair<int, schema::FileId>, std::string> socket_nodes_;
 
   // RunCall (mount_fs.h) inside the application transaction of the call being served, if any.
   CallOutcome RunCall(MountFs& m, const std::function<schema::Status(schema::Transaction&)>& body) {

@@ -353,9 +353,15 @@ Decision MountHandler::Outcome(const CallOutcome& o, const Done& done) {
 
 Decision MountHandler::RunOnTarget(Thread& t, SyscallRegs& call, Target& target, int arg,
                                    const PathBody& body, const Done& done) {
+  return RunOnTargetOr(target, body, done,
+                       [&](const std::string& host) { return Substitute(t, call, arg, host); });
+}
+
+Decision MountHandler::RunOnTargetOr(Target& target, const PathBody& body, const Done& done,
+                                     const std::function<Decision(const std::string&)>& on_host) {
   for (int hops = 0;; ++hops) {
     if (target.kind == Target::Kind::kHost) return Decision::Pass();
-    if (target.kind == Target::Kind::kSubstitute) return Substitute(t, call, arg, target.path);
+    if (target.kind == Target::Kind::kSubstitute) return on_host(target.path);
     if (target.kind != Target::Kind::kServed || !target.mfs) return Decision::Emulate(-EBADF);
     MountFs& m = *target.mfs;
     CallOutcome o = RunCall(m, [&](schema::Transaction& txn) { return body(m, txn, target.path); });

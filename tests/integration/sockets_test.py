@@ -1,0 +1,127 @@
+"""AF_UNIX sockets named by paths in the scratch directory (an Amino mount in the mount modes):
+bind, connect, their errors, the names getsockname and getpeername report, the socket file as
+stat, listings, rename, link and unlink see it, and the peer credentials a server reads, give the
+same results as natively."""
+
+import ittest
+from ittest import write
+
+SCRIPT = r'''
+import errno, os, socket, stat, struct
+
+def err(f):
+    try:
+        r = f()
+        return "ok" if r is None else r
+    except OSError as e:
+        return errno.errorcode[e.errno]
+
+def stream():
+    return socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+
+os.umask(0o022)
+os.mkdir("sock")
+open("plain", "w").close()
+srv = stream()
+print("bind", err(lambda: srv.bind("sock/s")))
+print("bind a bound socket", err(lambda: srv.bind("sock/t")), os.path.exists("sock/t"))
+other = stream()
+print("bind a taken name", err(lambda: other.bind("sock/s")))
+print("bind over a file", err(lambda: other.bind("plain")))
+print("bind in a missing directory", err(lambda: other.bind("nodir/s")))
+print("bind under a file", err(lambda: other.bind("plain/s")))
+st = os.lstat("sock/s")
+print("a socket:", stat.S_ISSOCK(st.st_mode), oct(stat.S_IMODE(st.st_mode)), st.st_nlink)
+print("listing:", sorted(os.listdir("sock")))
+print("getsockname:", srv.getsockname())
+srv.listen(8)
+
+cli = stream()
+print("connect", err(lambda: cli.connect("sock/s")))
+conn, peer = srv.accept()
+print("accepted from", repr(peer), "getpeername:", cli.getpeername())
+pid, uid, gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                    struct.calcsize("3i")))
+print("peer credentials are the client's:", pid == os.getpid(), uid == os.getuid(),
+      gid == os.getgid())
+cli.sendall(b"hello")
+print("server read", conn.recv(16))
+conn.sendall(b"back")
+print("client read", cli.recv(16))
+
+absolute = stream()
+print("connect by absolute path", err(lambda: absolute.connect(os.path.abspath("sock/s"))))
+srv.accept()[0].close()
+nobody = stream()
+print("connect to a file", err(lambda: nobody.connect("plain")))
+print("connect to a directory", err(lambda: nobody.connect("sock")))
+print("connect to nothing", err(lambda: nobody.connect("sock/none")))
+
+os.rename("sock/s", "sock/renamed")
+os.link("sock/renamed", "sock/linked")
+for name in ("sock/renamed", "sock/linked"):
+    c = stream()
+    print("connect", name, err(lambda: c.connect(name)))
+    a = srv.accept()[0]
+    c.sendall(b"x")
+    print("  and through it", a.recv(1))
+    a.close()
+    c.close()
+print("link count", os.lstat("sock/linked").st_nlink)
+os.unlink("sock/renamed")
+os.unlink("sock/linked")
+late = stream()
+print("connect after unlink", err(lambda: late.connect("sock/renamed")))
+cli.sendall(b"still")
+print("the open connection still works:", conn.recv(16))
+
+gone = stream()
+gone.bind("sock/gone")
+gone.close()
+print("a socket file nobody listens on", err(lambda: stream().connect("sock/gone")))
+os.unlink("sock/gone")
+
+d1 = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+d1.bind("sock/dgram")
+d2 = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+print("datagram connect", err(lambda: d2.connect("sock/dgram")), d2.getpeername())
+d2.send(b"datagram")
+print("datagram read", d1.recv(64))
+os.unlink("sock/dgram")
+
+os.chdir("sock")
+rel = stream()
+rel.bind("rel")
+rel.listen(1)
+print("relative name:", rel.getsockname())
+c = stream()
+os.chdir("..")
+print("connect from elsewhere", err(lambda: c.connect("sock/rel")), c.getpeername())
+os.unlink("sock/rel")
+
+os.umask(0o077)
+masked = stream()
+masked.bind("sock/masked")
+print("mode under umask 077", oct(stat.S_IMODE(os.lstat("sock/masked").st_mode)))
+os.chmod("sock/masked", 0o600)
+print("after chmod", oct(stat.S_IMODE(os.lstat("sock/masked").st_mode)))
+os.unlink("sock/masked")
+
+abstract = stream()
+abstract.bind("\0amino-it-abstract-%d" % os.getpid())
+abstract.listen(1)
+c = stream()
+c.connect("\0amino-it-abstract-%d" % os.getpid())
+print("abstract names still work:", abstract.accept()[0] is not None)
+print("left:", sorted(os.listdir("sock")))
+'''
+
+
+class SocketsTest(ittest.ScenarioTest):
+    def test_unix_sockets_by_path(self):
+        self.check(["/usr/bin/python3", "script.py"],
+                   setup=lambda root: write(root, "script.py", SCRIPT))
+
+
+if __name__ == "__main__":
+    ittest.main()
