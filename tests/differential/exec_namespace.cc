@@ -1,11 +1,15 @@
 // Namespace calls: directories, unlink, rename, links, symbolic links, the working directory
 // and the umask.
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "executor.h"
@@ -126,6 +130,34 @@ bool Executor::RunNamespace(const Op& op, std::string* line) {
           s += " = <outside the scratch root>";
         }
       }
+      return true;
+    }
+    case Kind::kBind:
+    case Kind::kConnect: {
+      sockaddr_un a{};
+      a.sun_family = AF_UNIX;
+      std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+      const bool bind_it = op.kind == Kind::kBind;
+      s = std::string(bind_it ? "bind(" : "connect(") + name + ")";
+      const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | (bind_it ? 0 : SOCK_NONBLOCK), 0);
+      const auto* addr = reinterpret_cast<const sockaddr*>(&a);
+      r = bind_it ? bind(fd, addr, sizeof a) : connect(fd, addr, sizeof a);
+      e = errno;
+      s += Result(r, e);
+      if (r == 0 && bind_it) {
+        listen(fd, 4);
+        listeners_.push_back(fd);
+        return true;
+      }
+      if (r == 0) {
+        // The name the peer was bound by, as given.
+        sockaddr_un peer{};
+        socklen_t len = sizeof peer;
+        if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) == 0) {
+          s += " peer=" + Escape(std::string(peer.sun_path, strnlen(peer.sun_path, len - 2)));
+        }
+      }
+      close(fd);
       return true;
     }
     case Kind::kUmask:

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <vector>
 
 #include "canon.h"
 #include "ops.h"
@@ -41,6 +42,7 @@ class Executor {
   gid_t GroupChoice(int64_t i) const;
 
   int fd_[kSlots];
+  std::vector<int> listeners_;  // the sockets kBind bound, listening until the end
   std::string root_;
   Canon canon_;
   bool privileged_;

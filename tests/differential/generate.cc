@@ -108,6 +108,8 @@ class SlotGuess {
   void AllClosed() {
     for (Use& u : use_) u = Use::kClosed;
   }
+  // The name the last kBind drew: connects go there often, or they would rarely find a socket.
+  int last_bound = -1;
 
  private:
   Use use_[kSlots] = {};
@@ -173,7 +175,7 @@ constexpr Weight kWeights[] = {
     {Kind::kLinkat, 2},     {Kind::kSymlink, 3},       {Kind::kSymlinkat, 2},
     {Kind::kReadlink, 2},   {Kind::kReadlinkat, 1},    {Kind::kChdir, 2},
     {Kind::kFchdir, 2},     {Kind::kChdirRoot, 3},     {Kind::kGetcwd, 1},
-    {Kind::kUmask, 1},
+    {Kind::kUmask, 1},      {Kind::kBind, 2},          {Kind::kConnect, 2},
 };
 
 Kind PickKind(Rng& r) {
@@ -467,6 +469,9 @@ Op Make(Rng& r, const SlotGuess& slots) {
     case Kind::kUmask:
       op.a = r.Pick(kUmasks);
       break;
+    case Kind::kConnect:
+      if (r.Chance(60) && slots.last_bound >= 0) op.name = slots.last_bound;
+      break;
     default:
       break;
   }
@@ -545,6 +550,9 @@ namespace {
 // Follows what an operation does to the slots (as far as the arguments tell).
 void Track(SlotGuess& slots, const Op& op) {
   switch (op.kind) {
+    case Kind::kBind:
+      slots.last_bound = op.name;
+      break;
     case Kind::kOpen:
     case Kind::kOpenat:
     case Kind::kOpenat2: {

@@ -90,6 +90,10 @@ enum class Kind : uint8_t {
   kSymlinkat,
   kReadlink,
   kReadlinkat,
+  // AF_UNIX sockets named by a path: a listening stream socket bound at a name (kept open to
+  // the end), and a non-blocking client connecting to one
+  kBind,
+  kConnect,
   // process state
   kChdir,
   kFchdir,
