@@ -6,6 +6,7 @@
 // in the Data db (no overflow pages).
 //
 //   schema_bench [--dir DIR] [--quick]
+//   schema_bench [--dir DIR] --growth N   how create and stat rates change as the tree grows
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -399,6 +400,75 @@ class Bench {
     }
   }
 
+  // How cost grows with the tree: `total` empty files made in directories of 1,000, with the
+  // create rate of each decade (10^3, 10^4, ... files) and the rate of stats of random files
+  // of the tree so far, beside the host's, and the size of the databases (*.db, not the log).
+  void Growth(long total) {
+    std::printf("%10s %12s %12s %7s %12s %12s %7s %10s\n", "files", "amino cr/s", "native cr/s",
+                "ratio", "amino st/s", "native st/s", "ratio", "db MiB");
+    auto name = [](long i) {
+      return "/g" + std::to_string(i / 1000) + "/f" + std::to_string(i % 1000);
+    };
+    std::mt19937_64 rng(3);
+    long made = 0;
+    for (long decade = 1000; made < total; decade *= 10) {
+      const long upto = std::min(decade, total);
+      const int n = static_cast<int>(upto - made);
+      const long first = made;
+      auto create_amino = [&](int k) {
+        const long i = first + k;
+        Call([&](Transaction& t) -> Status {
+          if (i % 1000 == 0) {
+            AMINO_RETURN_IF_ERROR(
+                fs_->Mkdir(t, kRoot, "/g" + std::to_string(i / 1000), 0755).status());
+          }
+          AMINO_ASSIGN_OR_RETURN(OpenResult o,
+                                 fs_->Open(t, kRoot, name(i), O_CREAT | O_EXCL | O_WRONLY, 0644));
+          return fs_->Close(t, o.id);
+        });
+      };
+      auto create_native = [&](int k) {
+        const long i = first + k;
+        if (i % 1000 == 0) {
+          std::string d = native_ + "/g" + std::to_string(i / 1000);
+          CheckSys(mkdir(d.c_str(), 0755) == 0, d);
+        }
+        std::string p = native_ + name(i);
+        int fd = open(p.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
+        CheckSys(fd >= 0, p);
+        close(fd);
+      };
+      const double ca = n / Time(n, create_amino);
+      const double cn = n / Time(n, create_native);
+      made = upto;
+      const int stats = 20000;
+      std::vector<std::string> picks(stats);
+      for (std::string& p : picks) p = name(static_cast<long>(rng() % static_cast<uint64_t>(made)));
+      const double sa =
+          stats / Time(stats, [&](int k) {
+            Call([&](Transaction& t) { return fs_->GetStat(t, kRoot, picks[k]).status(); });
+          });
+      const double sn = stats / Time(stats, [&](int k) {
+                          struct stat st;
+                          std::string p = native_ + picks[k];
+                          CheckSys(stat(p.c_str(), &st) == 0, p);
+                        });
+      uint64_t bytes = 0;
+      for (const auto& e : std::filesystem::directory_iterator(fs_dir_)) {
+        if (e.is_regular_file() && e.path().extension() == ".db") {
+          bytes += e.file_size();
+        }
+      }
+      std::printf("%10ld %12.0f %12.0f %7.3f %12.0f %12.0f %7.3f %10.1f\n", made, ca, cn, ca / cn,
+                  sa, sn, sa / sn, bytes / 1048576.0);
+      std::fflush(stdout);
+    }
+  }
+
+ public:
+  void RunGrowth(long total) { Growth(total); }
+
+ private:
   // db_stat on the Data db: 4 KiB pages must be stored inline (no overflow pages) in 64 KiB
   // database pages. Run with the file system closed, so the statistics are settled.
   void InlinePages() {
@@ -449,6 +519,11 @@ int main(int argc, char** argv) {
   app.add_option("--dir", dir, "directory to create the scratch file systems in")
       ->check(CLI::ExistingDirectory);
   app.add_flag("--quick", quick, "a few-second run with small sizes");
+  long growth = 0;
+  app.add_option("--growth", growth,
+                 "instead: make this many files (in directories of 1,000) and report the create "
+                 "and stat rates per decade of the tree's size")
+      ->check(CLI::Range(1000L, 100000000L));
   CLI11_PARSE(app, argc, argv);
 
   std::string tmpl = dir + "/amino-bench-XXXXXX";
@@ -461,7 +536,10 @@ int main(int argc, char** argv) {
     struct utsname u;
     uname(&u);
     std::printf("schema_bench in %s (%s run) on %s %s, %ld CPUs\n", tmpl.c_str(),
-                quick ? "quick" : "full", u.sysname, u.release, sysconf(_SC_NPROCESSORS_ONLN));
+                quick    ? "quick"
+                : growth ? "growth"
+                         : "full",
+                u.sysname, u.release, sysconf(_SC_NPROCESSORS_ONLN));
     struct statfs sfs {};
     statfs(tmpl.c_str(), &sfs);
     std::printf("host file system type 0x%lx; native ops run without fsync unless named\n",
@@ -472,7 +550,11 @@ int main(int argc, char** argv) {
     std::printf("load average at start: %.2f (other work on the machine skews both columns)\n",
                 load[0]);
     amino::bench::Bench bench(tmpl, sizes);
-    bench.Run();
+    if (growth > 0) {
+      bench.RunGrowth(growth);
+    } else {
+      bench.Run();
+    }
   }
   std::filesystem::remove_all(tmpl);
   return 0;
