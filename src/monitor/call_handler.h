@@ -59,6 +59,13 @@ class CallHandler {
     (void)nr;
     return false;
   }
+  // For a call the handler traps (ExtraTrapped) but NeedsStop does not: the argument whose
+  // being set (non-zero, a pointer given) is the only reason it does, with a stop then; the
+  // call without it is not trapped at all. -1: none, the call is trapped as NeedsStop says.
+  virtual int StopOnlyWhenSet(long nr) const {
+    (void)nr;
+    return -1;
+  }
   // A call of another ABI (foreign_abi.h), which no handler serves: 0 lets the kernel run it as
   // made; otherwise it fails with this value (-errno). kRefusedForeign refuses one that names a
   // file or descriptor the handler serves, which the kernel would get wrong.

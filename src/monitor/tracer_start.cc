@@ -56,6 +56,12 @@ std::vector<ptrace_ext::TrapRule> Tracer::FilterRules() {
       notified_.insert(nr);
       continue;
     }
+    if (const int arg = handler_.StopOnlyWhenSet(nr); arg >= 0 && !handler_.NeedsStop(nr)) {
+      ptrace_ext::TrapRule set{nr, false};
+      set.arg = arg, set.cmp = ptrace_ext::TrapRule::Cmp::kGreater, set.value = 0;
+      rules.push_back(set);
+      continue;
+    }
     ptrace_ext::TrapRule r{nr, notify && !handler_.NeedsStop(nr)};
     if (r.notify) notified_.insert(nr);
     // Anonymous mappings are the loader's and malloc's bread and butter: only file mappings.

@@ -1,5 +1,5 @@
 """AF_UNIX sockets named by paths in the scratch directory (an Amino mount in the mount modes):
-bind, connect, their errors, the names getsockname and getpeername report, the socket file as
+bind, connect, datagrams sent to a path, their errors, the names getsockname and getpeername report, the socket file as
 stat, listings, rename, link and unlink see it, and the peer credentials a server reads, give the
 same results as natively."""
 
@@ -87,6 +87,12 @@ d2 = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 print("datagram connect", err(lambda: d2.connect("sock/dgram")), d2.getpeername())
 d2.send(b"datagram")
 print("datagram read", d1.recv(64))
+d3 = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+print("sendto a path", err(lambda: d3.sendto(b"addressed", "sock/dgram")))
+print("datagram read", d1.recvfrom(64))
+print("sendto nothing", err(lambda: d3.sendto(b"x", "sock/none")))
+print("sendto a file", err(lambda: d3.sendto(b"x", "plain")))
+print("sendto on a stream socket", err(lambda: cli.sendto(b"x", "sock/dgram")))
 os.unlink("sock/dgram")
 
 os.chdir("sock")

@@ -70,12 +70,19 @@ void MountHandler::SetListener(ptrace_ext::NotifyListener* listener) {
 std::vector<long> MountHandler::ExtraTrapped() const {
   std::vector<long> nrs = host_.ExtraTrapped();
   // AF_UNIX socket names in mounts (mount_sockets.cc).
-  for (long nr : {SYS_bind, SYS_connect, SYS_getsockname, SYS_getpeername}) nrs.push_back(nr);
+  for (long nr : {SYS_bind, SYS_connect, SYS_getsockname, SYS_getpeername, SYS_sendto}) {
+    nrs.push_back(nr);
+  }
   for (long i = 0; i < AMINO_SYS_COUNT; ++i) nrs.push_back(AMINO_SYS_BASE + i);
   if (external_) {
     for (long nr : OutputCalls()) nrs.push_back(nr);
   }
   return nrs;
+}
+
+int MountHandler::StopOnlyWhenSet(long nr) const {
+  // sendto names a socket only with an address; send() is sendto without one.
+  return nr == SYS_sendto ? 4 : -1;
 }
 
 std::vector<std::string> MountHandler::CoveredPoints() const {
@@ -195,6 +202,8 @@ Decision MountHandler::Serve(Thread& t, SyscallRegs& call) {
       return Bind(t, call);
     case SYS_connect:
       return Connect(t, call);
+    case SYS_sendto:
+      return SendTo(t, call);
     case SYS_getsockname:
     case SYS_getpeername:
       return SocketName(t, call);

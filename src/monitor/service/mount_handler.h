@@ -92,6 +92,7 @@ class MountHandler : public CallHandler, public TxnControl {
   std::vector<long> ExtraTrapped() const override;
   std::vector<std::string> CoveredPoints() const override;
   bool NeedsStop(long nr) const override;
+  int StopOnlyWhenSet(long nr) const override;
   bool Emulates() const override { return true; }
   long OnForeignCall(Thread& t, const ForeignCall& call) override;  // mount_foreign.cc
   void SetExitSink(std::function<void(pid_t, int)> sink) override;
@@ -317,15 +318,20 @@ class MountHandler : public CallHandler, public TxnControl {
   bool WriterCame(int fd);
 
   // --- mount_sockets.cc
-  // bind and connect of an AF_UNIX socket to a path in a mount: the stored node is the schema's,
-  // the live socket the kernel's, bound at a host node (host_nodes.h) that stands for it.
+  // bind, connect and sendto of an AF_UNIX socket to a path in a mount: the stored node is the
+  // schema's, the live socket the kernel's, bound at a host node (host_nodes.h) that stands for it.
   Decision Bind(Thread& t, SyscallRegs& call);
   Decision Connect(Thread& t, SyscallRegs& call);
+  Decision SendTo(Thread& t, SyscallRegs& call);  // a datagram to a path
+  // connect and sendto to `path`, the address in registers `addr_arg` and `addr_arg` + 1: the
+  // schema's checks, then the kernel on the host node when a socket bound here is there.
+  Decision ToSocketNode(Thread& t, SyscallRegs& call, const std::string& path, int addr_arg);
   // getsockname, getpeername: a host node's address reads as the path the socket was bound by.
   Decision SocketName(Thread& t, SyscallRegs& call);
   // The call goes to the kernel with a sockaddr_un of `host_path` in place of its address
-  // (registers 1 and 2), put back at its exit.
-  Decision WithSocketAddress(Thread& t, SyscallRegs& call, const std::string& host_path);
+  // (registers `addr_arg` and `addr_arg` + 1), put back at its exit.
+  Decision WithSocketAddress(Thread& t, SyscallRegs& call, const std::string& host_path,
+                             int addr_arg);
   // Host node of each socket bound under this run -> the path it was bound by, as given.
   std::unordered_map<std::string, std::string> socket_names_;
   // Stored socket (mount number, file id) -> its host node.

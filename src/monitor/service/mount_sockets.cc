@@ -9,11 +9,13 @@
 //            the caller's own connect is then pointed at the host node, so that the kernel
 //            records the caller's credentials (SO_PEERCRED) and blocks it as usual;
 //   getsockname, getpeername: a host node's address reads as the path the socket was bound by.
-// Both bind and connect take a ptrace stop (MountHandler::NeedsStop): only at a stop can the
-// address register be changed. Only sockets bound under this `amino run` are live: a stored
-// socket from an earlier run refuses connections (ECONNREFUSED), as a socket file nobody listens
-// on does. Not served: sendto and sendmsg to a path in a mount (datagrams to an unconnected
-// socket), and the address of a peer bound in a mount as accept and recvfrom report it.
+//   sendto   with an address (a datagram to an unconnected socket), as connect.
+// bind, connect and sendto with an address take a ptrace stop (MountHandler::NeedsStop,
+// StopOnlyWhenSet): only at a stop can the address register be changed. Only sockets bound under
+// this `amino run` are live: a stored socket from an earlier run refuses connections
+// (ECONNREFUSED), as a socket file nobody listens on does. Not served: sendmsg to a path in a
+// mount (its address lies in memory a notified call cannot have changed), and the address of a
+// peer bound in a mount as accept, recvfrom and recvmsg report it.
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -72,8 +74,8 @@ int UnixSocketOf(Thread& t, int fd) {
 
 }  // namespace
 
-Decision MountHandler::WithSocketAddress(Thread& t, SyscallRegs& call,
-                                         const std::string& host_path) {
+Decision MountHandler::WithSocketAddress(Thread& t, SyscallRegs& call, const std::string& host_path,
+                                         int addr_arg) {
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
   if (host_path.size() >= sizeof a.sun_path) return Decision::Emulate(-ENAMETOOLONG);
@@ -87,8 +89,8 @@ Decision MountHandler::WithSocketAddress(Thread& t, SyscallRegs& call,
   p.kind = Pending::Kind::kRestore;
   p.original = call;
   pending_[t.tid] = std::move(p);
-  call.set_arg(1, addr);
-  call.set_arg(2, kPathOffset + host_path.size() + 1);
+  call.set_arg(addr_arg, addr);
+  call.set_arg(addr_arg + 1, kPathOffset + host_path.size() + 1);
   return Decision::ObserveExit();
 }
 
@@ -121,7 +123,8 @@ Decision MountHandler::Bind(Thread& t, SyscallRegs& call) {
         made_at = rel;
         return schema::Status::Ok();
       },
-      [] { return 0L; }, [&](const std::string& host) { return WithSocketAddress(t, call, host); });
+      [] { return 0L; },
+      [&](const std::string& host) { return WithSocketAddress(t, call, host, 1); });
   if (!made_in || d.kind != Decision::Kind::kEmulate || d.result != 0) return d;
   // The node exists: now the socket, which the kernel refuses to bind twice (and the node then
   // goes again, as in unix_bind_bsd()).
@@ -156,9 +159,32 @@ Decision MountHandler::Connect(Thread& t, SyscallRegs& call) {
     host::ScopedFd socket(UnixSocketOf(t, static_cast<int>(call.arg(0))));
     if (socket.get() < 0) return Decision::Pass();
   }
+  return ToSocketNode(t, call, *path, 1);
+}
+
+Decision MountHandler::SendTo(Thread& t, SyscallRegs& call) {
+  if (!call.arg(4)) return Decision::Pass();
+  std::optional<std::string> path = SocketPathOf(*t.proc, call.arg(4), call.arg(5));
+  if (!path) return Decision::Pass();
+  {
+    // Only a datagram socket looks the address up: a stream socket refuses one (EISCONN or
+    // EOPNOTSUPP), a seqpacket socket ignores it.
+    host::ScopedFd socket(UnixSocketOf(t, static_cast<int>(call.arg(0))));
+    int type = 0;
+    socklen_t size = sizeof type;
+    if (socket.get() < 0 || getsockopt(socket.get(), SOL_SOCKET, SO_TYPE, &type, &size) != 0 ||
+        type != SOCK_DGRAM) {
+      return Decision::Pass();
+    }
+  }
+  return ToSocketNode(t, call, *path, 4);
+}
+
+Decision MountHandler::ToSocketNode(Thread& t, SyscallRegs& call, const std::string& path,
+                                    int addr_arg) {
   Target target;
-  if (int err = Resolve(t, AT_FDCWD, *path, false, &target)) return Decision::Emulate(err);
-  FollowServedFdLink(t, *path, true, &target);
+  if (int err = Resolve(t, AT_FDCWD, path, false, &target)) return Decision::Emulate(err);
+  FollowServedFdLink(t, path, true, &target);
   if (target.kind == Target::Kind::kHost) return Decision::Pass();
   if (target.kind == Target::Kind::kFile) return Decision::Emulate(-ECONNREFUSED);
   const schema::Cred cred = CredOf(t);
@@ -176,12 +202,13 @@ Decision MountHandler::Connect(Thread& t, SyscallRegs& call) {
         found_in = &m;
         return schema::Status::Ok();
       },
-      [] { return 0L; }, [&](const std::string& host) { return WithSocketAddress(t, call, host); });
+      [] { return 0L; },
+      [&](const std::string& host) { return WithSocketAddress(t, call, host, addr_arg); });
   if (!found_in || d.kind != Decision::Kind::kEmulate || d.result != 0) return d;
   auto it = socket_nodes_.find({MountIndex(found_in), node.ino});
   if (it == socket_nodes_.end()) return Decision::Emulate(-ECONNREFUSED);
   if (int err = nodes_.MatchSocket(it->second, node.attr)) return Decision::Emulate(err);
-  return WithSocketAddress(t, call, it->second);
+  return WithSocketAddress(t, call, it->second, addr_arg);
 }
 
 Decision MountHandler::SocketName(Thread& t, SyscallRegs& call) {
