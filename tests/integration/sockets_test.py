@@ -1,7 +1,8 @@
 """AF_UNIX sockets named by paths in the scratch directory (an Amino mount in the mount modes):
-bind, connect, datagrams sent to a path, their errors, the names getsockname and getpeername report, the socket file as
-stat, listings, rename, link and unlink see it, and the peer credentials a server reads, give the
-same results as natively."""
+bind, connect, datagrams sent to a path, their errors, the names getsockname and getpeername
+report, the socket file as stat, listings, rename, link and unlink see it, and the peer
+credentials a server reads give the same results as natively; so do paths relative to a socket
+or pipe descriptor."""
 
 import ittest
 from ittest import write
@@ -112,6 +113,16 @@ print("mode under umask 077", oct(stat.S_IMODE(os.lstat("sock/masked").st_mode))
 os.chmod("sock/masked", 0o600)
 print("after chmod", oct(stat.S_IMODE(os.lstat("sock/masked").st_mode)))
 os.unlink("sock/masked")
+
+# A socket or a pipe is no directory to walk from, also for a rename or link between the host
+# and a mount.
+r, w = os.pipe()
+for fd in (stream().fileno(), r):
+    print("paths from a non-directory descriptor:",
+          err(lambda: os.rename("plain", "moved", src_dir_fd=fd)),
+          err(lambda: os.rename("plain", "moved", dst_dir_fd=fd)),
+          err(lambda: os.link("plain", "linked", dst_dir_fd=fd)),
+          err(lambda: os.stat("x", dir_fd=fd)), err(lambda: os.mkdir("x", dir_fd=fd)))
 
 abstract = stream()
 abstract.bind("\0amino-it-abstract-%d" % os.getpid())

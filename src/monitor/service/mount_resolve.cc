@@ -183,7 +183,10 @@ int MountHandler::Resolve(Thread& t, int dirfd, const std::string& as_given, boo
   } else {
     if (dirfd < 0) return 0;  // the kernel reports EBADF
     base_dir = host::ReadLink("/proc/" + std::to_string(t.tid) + "/fd/" + std::to_string(dirfd));
-    // Not a directory by name (a pipe, a socket, a removed directory): no mount below it.
+    // A pipe, a socket or another object without a path is no directory to walk from (the
+    // kernel's ENOTDIR, which a rename or link across file systems must say too).
+    if (!base_dir.empty() && base_dir[0] != '/' && !path.empty()) return -ENOTDIR;
+    // Not a directory by name (a removed directory): no mount below it.
     if (base_dir.empty() || base_dir[0] != '/' || base_dir.ends_with(" (deleted)")) {
       return 0;
     }
