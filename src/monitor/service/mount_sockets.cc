@@ -208,9 +208,10 @@ Decision MountHandler::ToSocketNode(Thread& t, SyscallRegs& call, const std::str
   auto it = socket_nodes_.find({MountIndex(found_in), node.ino});
   if (it == socket_nodes_.end()) return Decision::Emulate(-ECONNREFUSED);
   if (int err = nodes_.MatchSocket(it->second, node.attr)) return Decision::Emulate(err);
-  // unix_find_bsd() touches the socket file's access time once it found a socket there (an
-  // access time is not worth a wait: a conflict leaves it).
-  (void)RunCall(*found_in, [&](schema::Transaction& txn) {
+  // unix_find_bsd() touches the socket file's access time once it found a socket there. In a
+  // transaction of its own, as a read's (served_file.h): an application transaction must not
+  // hold the file for writing for it, and an access time is not worth a wait.
+  (void)RunCallAlone(*found_in, [&](schema::Transaction& txn) {
     return found_in->fs->TouchAtime(txn, node.ino).status();
   });
   return WithSocketAddress(t, call, it->second, addr_arg);
