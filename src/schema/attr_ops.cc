@@ -2,6 +2,7 @@
 #include <sys/statvfs.h>
 
 #include "schema/fs_internal.h"
+#include "schema/store_space.h"
 
 namespace amino::schema {
 
@@ -207,8 +208,12 @@ Result<struct statfs> FileSystem::StatFs(Transaction&) {
   out.f_frsize = kTransferUnit;
   auto scale = [&](fsblkcnt_t n) { return n * host.f_frsize / kTransferUnit; };
   out.f_blocks = scale(host.f_blocks);
-  out.f_bfree = scale(host.f_bfree);
-  out.f_bavail = scale(host.f_bavail);
+  // What calls may still add: the space the database keeps for removals (store_space.h) is
+  // not free to them.
+  const fsblkcnt_t kept = store_->space().Kept() / host.f_frsize;
+  auto less_kept = [&](fsblkcnt_t n) { return n > kept ? n - kept : 0; };
+  out.f_bfree = scale(less_kept(host.f_bfree));
+  out.f_bavail = scale(less_kept(host.f_bavail));
   out.f_files = host.f_files;
   out.f_ffree = host.f_ffree;
   out.f_namelen = kNameMax;

@@ -69,6 +69,7 @@ Result<size_t> WriteAt(Store& s, Ops& ops, DB_TXN* t, const Cred& c, Node& n, ui
   if (len == 0) return size_t{0};
   if (offset >= kMaxFileSize) return Status::Errno(EFBIG);
   len = static_cast<size_t>(std::min<uint64_t>(len, kMaxFileSize - offset));
+  AMINO_RETURN_IF_ERROR(s.Room(len));
   const auto* src = static_cast<const char*>(buf);
   uint64_t pos = offset;
   const uint64_t end = offset + len;

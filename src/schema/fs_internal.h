@@ -12,6 +12,9 @@
 
 namespace amino::schema::internal {
 
+// About what a new file or name adds to the databases (its records), for Store::Room.
+inline constexpr uint64_t kNewFileBytes = 512;
+
 // A file and the place its metadata is stored: the Path record of its only name (PLMD), its
 // Data record (DLMD, hard-linked), or the Orphan db (no name, still open).
 struct Node {

@@ -75,6 +75,7 @@ static Result<NewFile> InitialAttr(Store& s, DB_TXN* t, const Cred& c, mode_t mo
 
 // Stores `iv` under a fresh id.
 Result<FileId> Ops::NewInode(DB_TXN* t, const InodeValue& iv) {
+  AMINO_RETURN_IF_ERROR(s_.Room(kNewFileBytes));
   for (;;) {
     FileId id = RandomId();
     Status st = s_.Put(s_.inode(), t, IdKey(id), EncodeInodeValue(iv), DB_NOOVERWRITE);
@@ -264,6 +265,7 @@ Status AddName(Ops& ops, DB_TXN* t, const Cred& c, Node old, std::string_view ne
   if (old.where == Node::Where::kPlmd) {
     AMINO_ASSIGN_OR_RETURN(old.iv, ops.GetInode(t, old.id));
   }
+  AMINO_RETURN_IF_ERROR(ops.store().Room(internal::kNewFileBytes));
   const timespec now = Now();
   const std::string path = r.path();
   if (old.where == Node::Where::kOrphan) {

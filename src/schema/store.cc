@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -37,6 +38,9 @@ Status Fail(int ret, const std::string& what) {
   if (!last_db_message.empty()) msg += " (" + last_db_message + ")";
   last_db_message.clear();
   if (ret == DB_LOCK_DEADLOCK || ret == DB_LOCK_NOTGRANTED) return Status::Conflict(msg);
+  // A full file system is no damage: Berkeley DB aborted what it could not write (a commit
+  // record that found no room is turned into an abort), and the caller reports ENOSPC.
+  if (StoreSpace::NoteError(ret)) return Status::Storage(ret, msg);
   g_damage_seen.fetch_add(1, std::memory_order_relaxed);
   return Status::Storage(ret > 0 ? ret : EIO, msg);
 }
@@ -143,6 +147,8 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, const Options
   std::unique_ptr<Store> s(new Store());
   s->dir_ = dir;
   s->damage_at_open_ = g_damage_seen.load();
+  s->space_ = std::make_unique<StoreSpace>(dir);
+  s->space_->MakeRoomToOpen();
   bool sole = false;
   Result<int> lock = LockUsers(dir, &sole);
   if (!lock.ok()) {
@@ -254,6 +260,8 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, const Options
     format = sb.ok() ? super.format : (inode_file ? 2 : 1);
   }
   if (format >= 2) AMINO_RETURN_IF_ERROR(open_db({&s->inode_, kInodeDatabase, 0, false, true}));
+  AMINO_RETURN_IF_ERROR(
+      s->space_->Attach({s->path_, s->data_, s->orphan_, s->names_, s->xattr_, s->inode_}));
   return s;
 }
 
@@ -361,6 +369,10 @@ void Store::NoteWrite(DB* db, std::string_view key) {
 }
 
 void Store::BeginTopLevel(DB_TXN* txn, bool cached, bool snapshot) {
+  space_->Notice();
+  // Here, where this thread holds no lock yet: the calls of a full file system all fail, so
+  // none may commit to make room.
+  if (space_->low()) Reclaim(space_->ReclaimDue());
   if (snapshot) {
     snapshot_txn_ = txn;
     snapshot_refused_ = false;
@@ -492,8 +504,43 @@ void Store::NoteTopLevelCommit() {
   // A checkpoint writes (and checksums) every dirty page, so its cost is the cache's dirty
   // working set: rarer checkpoints write a hot page once for many commits. Recovery replays at
   // most that much log.
-  if (commits_since_checkpoint_.fetch_add(1, std::memory_order_relaxed) % 256 == 255) {
+  // Asked too after every 16 MiB that calls added: a few large writes fill log files without
+  // many commits, and a log file goes only after a checkpoint.
+  if (commits_since_checkpoint_.fetch_add(1, std::memory_order_relaxed) % 256 == 255 ||
+      added_ - added_at_checkpoint_ > (16u << 20)) {
+    added_at_checkpoint_ = added_;
     env_->txn_checkpoint(env_, 64 * 1024, 0, 0);
+  }
+}
+
+void Store::Reclaim(bool compact) {
+  // Log files recovery no longer needs go once a checkpoint is taken: one after every 4 MiB of
+  // log (removals log what they remove), so that the log turns over within the room left.
+  if (env_->txn_checkpoint(env_, 4 << 10, 0, 0) == 0) {
+    char** list = nullptr;
+    if (env_->log_archive(env_, &list, DB_ARCH_REMOVE) == 0 && list) free(list);
+  }
+  if (!compact) return;
+  // Pages removals freed inside the Data database go back to the file system: its pages move
+  // toward the front and the file is cut. A moved page is logged whole: a step moves no more
+  // than half of what is free beyond the reserve's size (that much stays for the removals);
+  // each is a transaction that gives way to any lock held (an application transaction's), and
+  // that is simply tried again later.
+  u_int32_t page = 0;
+  if (data_->get_pagesize(data_, &page) != 0 || page == 0) return;
+  const uint64_t free = StoreSpace::FreeBytes(dir_);
+  const uint64_t reserve = space_->reserve_bytes();
+  if (free < 2 * reserve) return;
+  const uint64_t pages = (free - reserve) / 2 / page;
+  DB_TXN* t = nullptr;
+  if (env_->txn_begin(env_, nullptr, &t, DB_TXN_NOWAIT) != 0) return;
+  DB_COMPACT c;
+  std::memset(&c, 0, sizeof c);
+  c.compact_pages = static_cast<u_int32_t>(std::min<uint64_t>(pages, 1024));
+  if (data_->compact(data_, t, nullptr, nullptr, &c, DB_FREE_SPACE, nullptr) == 0) {
+    (void)t->commit(t, 0);
+  } else {
+    (void)t->abort(t);
   }
 }
 

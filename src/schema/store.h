@@ -14,6 +14,7 @@
 #include "schema/read_cache.h"
 #include "schema/records.h"
 #include "schema/status.h"
+#include "schema/store_space.h"
 
 namespace amino::schema {
 
@@ -104,6 +105,14 @@ class Store {
   // child's: calls are served one at a time), stops doing so.
   void NoteWrite(DB* db, std::string_view key);
 
+  // Ok, or ENOSPC when the file system holding the database is full (store_space.h): asked by
+  // every operation that adds about `bytes`, before it writes.
+  Status Room(uint64_t bytes) {
+    added_ += bytes;
+    return space_->Room(bytes);
+  }
+  const StoreSpace& space() const { return *space_; }
+
   Status Checkpoint();
   // Called after each top-level commit; checkpoints every so often so the log stays bounded.
   void NoteTopLevelCommit();
@@ -126,6 +135,12 @@ class Store {
   uint64_t damage_at_open_ = 0;
   std::atomic<uint32_t> commits_since_checkpoint_{0};
   std::unique_ptr<OpenHolds> holds_;
+  std::unique_ptr<StoreSpace> space_;
+  uint64_t added_ = 0;  // bytes calls added (Room), for the checkpoint's timing
+  uint64_t added_at_checkpoint_ = 0;
+  // On a full file system: the log files that can go back; with `compact`, the Data
+  // database's free pages too.
+  void Reclaim(bool compact);
   int DbIndex(DB* db) const;
   Result<std::optional<std::string>> GetLocked(DB* db, DB_TXN* txn, std::string_view key,
                                                uint32_t flags);

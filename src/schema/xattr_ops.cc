@@ -173,6 +173,7 @@ Status Set(Store& s, Ops& ops, DB_TXN* t, const Cred& c, Node& n, std::string_vi
   AMINO_ASSIGN_OR_RETURN(std::optional<std::string> old, s.Get(s.xattr(), t, key));
   if (old && (flags & XATTR_CREATE)) return Status::Errno(EEXIST);
   if (!old && (flags & XATTR_REPLACE)) return Status::Errno(ENODATA);
+  AMINO_RETURN_IF_ERROR(s.Room(key.size() + value.size()));
   AMINO_RETURN_IF_ERROR(s.Put(s.xattr(), t, key, value));
   n.attr.ctime = Now();
   return ops.SaveAttr(t, n);

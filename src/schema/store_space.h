@@ -1,0 +1,107 @@
+// Room for a database on the file system that holds it. A full file system must cost the calls
+// that need room an ENOSPC, as on a kernel file system, and nothing else: reads go on, what
+// frees space (unlink, rmdir, truncate) still works, no process dies. Three parts:
+// - The reserve: `amino.reserve`, reserve_bytes() allocated in the database directory while
+//   there is room. The first sign of a full file system gives it back, so that the log records
+//   of reads' access times and of removals, and Berkeley DB's own pages, still find room.
+// - Low-space mode: from then until the file system again has room for the reserve and as
+//   much again, calls that add data (file data, new files and names, extended attributes) fail
+//   with ENOSPC before they touch the database (Room()).
+// - A guard against SIGBUS: Berkeley DB's shared regions are files mapped into the process,
+//   sparse; a page first touched on a full file system would kill the process with SIGBUS. The
+//   guard allocates that page (after giving back the reserve) and lets the access run again.
+#pragma once
+
+#include <db.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "schema/status.h"
+
+namespace amino::schema {
+
+// One per Store, used by one thread at a time as the Store is; only the guard (a signal
+// handler, in any thread) reaches in, through the reserve's atomic descriptor.
+class StoreSpace {
+ public:
+  // The reserve's size: a 16th of the file system, from 4 MiB up to two log files (store.cc,
+  // 16 MiB each): a log file goes only once a checkpoint is past all of it, so removals, which
+  // log what they remove, need the one written and the next.
+  uint64_t reserve_bytes() const { return reserve_bytes_; }
+  static constexpr const char* kReserveFile = "amino.reserve";
+
+  // The guard mends this database's regions from now on (before the environment is opened:
+  // recovery fills the cache too).
+  explicit StoreSpace(std::string dir);
+  ~StoreSpace();
+  StoreSpace(const StoreSpace&) = delete;
+  StoreSpace& operator=(const StoreSpace&) = delete;
+
+  // Before the environment is opened: gives the reserve back when the file system has less
+  // room than opening may need (its region files), so that a database on a full file system
+  // still opens. True when something was given back.
+  bool MakeRoomToOpen();
+  // After the environment and its databases `dbs` are open: the room that the pages of its
+  // region files and of the databases may still take is kept from now on, and the reserve is
+  // made if there is room for it.
+  // Fails with ENOSPC when the file system has no room for what the environment took at open.
+  Status Attach(std::vector<DB*> dbs);
+
+  // Ok, or ENOSPC while the file system is full (low-space mode, rechecked at most every 50 ms).
+  // `bytes`: about how much the call adds.
+  Status Room(uint64_t bytes);
+  // Free bytes the calls that add data must leave to removals, reads and the cache.
+  uint64_t Kept() const;
+  // At the start of every top-level transaction: if any store met a full file system since the
+  // last look and this one's has no room left, the reserve goes back now, before the
+  // transaction writes its first log record.
+  void Notice();
+  // Whether ENOSPC ends low-space mode's calls now.
+  bool low() const { return low_; }
+  // In low-space mode, at most every kReclaimNs: whether the store should give back what it
+  // can (old log files, free pages).
+  bool ReclaimDue();
+
+  // Called for every error Berkeley DB returns, in any store of the process: true when it says
+  // a file system is full (ENOSPC, EDQUOT). Each store then looks at its own.
+  static bool NoteError(int err);
+  // Free bytes for unprivileged users on the file system of `dir` (0 when unknown).
+  static uint64_t FreeBytes(const std::string& dir);
+
+ private:
+  static constexpr uint64_t kRecheckNs = 50'000'000;
+
+ public:
+  struct Region {
+    std::string path;
+    uint64_t mapped;  // bytes of it mapped: how far it may grow
+    bool grows;       // filled as the store is used (the cache, the log's buffer)
+  };
+
+ private:
+  static constexpr uint64_t kAmplification = 4;
+  static constexpr uint64_t kTightFactor = 16;
+  static constexpr uint64_t kReclaimNs = 500'000'000;
+  uint64_t next_reclaim_ns_ = 0;
+  uint64_t next_notice_ns_ = 0;
+  bool MakeReserve();  // true when the reserve is in place
+  bool Claim();        // false when the file system is full
+  void GiveBackReserve();
+
+  std::string dir_;
+  uint64_t reserve_bytes_ = 32 << 20;
+  bool guarded_ = false;
+  std::vector<Region> regions_;  // the environment's region files
+  std::vector<DB*> dbs_;
+  std::atomic<int> reserve_fd_{-1};  // the guard may give it back from a signal handler
+  bool low_ = false;
+  uint64_t budget_ = 0;     // bytes calls may add before the free space is looked at again
+  uint64_t full_seen_ = 0;  // NoteError's count when this store last looked
+  uint64_t next_check_ns_ = 0;
+};
+
+}  // namespace amino::schema
