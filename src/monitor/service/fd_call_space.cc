@@ -135,6 +135,14 @@ Decision Fallocate(FdCall& c, SyscallRegs& call) {
         auto st = fs.FStat(txn, f.id);
         if (!st.ok()) return st.status();
         size = st->attr.size;
+        if (kind == 0 && end > size) {
+          // Nothing is set aside for the range, but as on ext4 an allocation the file system
+          // has no room for fails.
+          auto room = fs.StatFs(txn);
+          if (!room.ok()) return room.status();
+          const uint64_t adds = end - std::max(static_cast<uint64_t>(offset), size);
+          if (adds / room->f_bsize > room->f_bavail) return Status::Errno(ENOSPC);
+        }
         if (kind != 0) {
           // Zeros over the part of the range inside the file (no page is freed).
           static const std::vector<char> zeros(kChunk, '\0');

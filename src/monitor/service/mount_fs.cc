@@ -2,6 +2,7 @@
 
 #include <sys/sysmacros.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <functional>
 
@@ -55,6 +56,17 @@ CallOutcome Classify(MountFs& m, schema::Status status) {
   out.status = std::move(status);
   if (out.status.is_conflict()) {
     out.kind = CallOutcome::Kind::kConflict;
+  } else if (out.status.is_storage() &&
+             (out.status.error() == ENOSPC || out.status.error() == EDQUOT)) {
+    // The file system holding the database is full: the call fails as on a full disk, and
+    // the calls after it go on (store_space.h). Said once, since the disk is not the mount.
+    if (m.full_reported++ == 0) {
+      std::fprintf(stderr,
+                   "amino: %s: the file system holding the database (%s) is full: calls that "
+                   "need room there fail with ENOSPC until some is freed\n",
+                   m.mount->point.c_str(), m.mount->db_dir.c_str());
+    }
+    out.status = schema::Status::Errno(out.status.error());
   } else if (out.status.is_storage()) {
     out.kind = CallOutcome::Kind::kStorage;
     // Once per mount with what to do: every later call on a damaged database fails the same

@@ -38,6 +38,8 @@ struct MountFs {
   // Calls that met a failure of the database itself (the first is reported, the count at the
   // end of the command).
   uint64_t storage_failures = 0;
+  // Calls that found the file system holding the database full (the first is reported).
+  uint64_t full_reported = 0;
   // Per-call transactions run so far (to tell a served call from one the kernel or the host
   // emulation performed).
   uint64_t calls_run = 0;

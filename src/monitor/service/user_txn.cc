@@ -150,7 +150,10 @@ long TxnManager::CommitAndUnlink(const std::shared_ptr<UserTxn>& txn) {
     // A commit that fails has aborted the transaction (Berkeley DB resolves the handle).
     txn->AbortTree(UserTxn::State::kEnded);
     Unlink(txn);
-    return st.is_conflict() ? -AMINO_EABORTED : -EIO;
+    if (st.is_conflict()) return -AMINO_EABORTED;
+    // The file system holding the database is full: its log found no room for the commit.
+    if (st.error() == ENOSPC || st.error() == EDQUOT) return -st.error();
+    return -EIO;
   }
   txn->state = UserTxn::State::kEnded;
   Unlink(txn);
