@@ -112,10 +112,52 @@ long HostWrite(const Side& s, const char* buf, size_t len, int64_t pos) {
   return n < 0 ? -errno : n;
 }
 
+// sendfile from a served file into itself: as splice_direct_to_actor(), round after round,
+// each reading what is there at the time (what the round before wrote among it) until the
+// count is met or a read finds nothing. A copy to just past where it reads feeds itself.
+Decision MoveWithinFile(FdCall& c, ServedFile& in, int64_t in_pos, ServedFile& out, int64_t out_pos,
+                        size_t count, const std::function<void(size_t)>& account) {
+  const uint64_t in_at = in_pos >= 0 ? static_cast<uint64_t>(in_pos) : in.offset;
+  const uint64_t out_at = out_pos >= 0 ? static_cast<uint64_t>(out_pos) : out.offset;
+  std::vector<char> moved;  // what was written, from out_at on
+  Decision d = c.run_on(
+      in,
+      [&](schema::Transaction& txn) {
+        moved.clear();
+        std::vector<char> round;
+        while (moved.size() < count) {
+          round.resize(std::min(count - moved.size(), kChunk));
+          auto r = in.mfs->fs->Read(txn, in.id, in_at + moved.size(), round.data(), round.size());
+          if (!r.ok()) return r.status();
+          if (*r == 0) break;
+          auto w = out.mfs->fs->Write(txn, c.cred, out.id, out_at + moved.size(), round.data(), *r);
+          if (!w.ok()) return w.status();
+          moved.insert(moved.end(), round.begin(), round.begin() + static_cast<long>(*w));
+          if (*w < *r) break;
+        }
+        return Status::Ok();
+      },
+      Ok);
+  if (d.kind != Decision::Kind::kEmulate || d.result != 0) return d;
+  NoteDataAccess(in);
+  if (moved.empty()) return Emulate(0);
+  c.maps.Wrote(*out.mfs, out.id, out_at, moved.data(), moved.size());
+  if ((out.flags & O_DSYNC) && !out.mfs->fs->FlushLog().ok()) return Emulate(-EIO);
+  if (out_pos < 0) out.offset = out_at + moved.size();
+  // With one description on both sides, the offset is where the read ended.
+  if (in_pos < 0) in.offset = in_at + moved.size();
+  account(moved.size());
+  return Emulate(static_cast<long>(moved.size()));
+}
+
 // The data moved by sendfile or splice, where one side at most is served (both may be for
 // sendfile). `in_pos` / `out_pos`: -1 for the description's offset.
 Decision Move(FdCall& c, Side& in, int64_t in_pos, Side& out, int64_t out_pos, size_t count,
               bool nonblock, const std::function<void(size_t)>& account) {
+  if (in.served && out.served && in.served->mfs == out.served->mfs &&
+      in.served->id == out.served->id) {
+    return MoveWithinFile(c, *in.served, in_pos, *out.served, out_pos, count, account);
+  }
   std::vector<char> data;
   long got;
   uint64_t in_at = 0;  // a served input's first byte
