@@ -337,15 +337,16 @@ bool StoreSpace::Claim() {
   // of a region file is touched (a SIGBUS when it finds no room), a page of a database leaves
   // the cache long after the call that made it, the log is written at a commit. They are
   // allocated here, while the calls that need them can still be told ENOSPC.
+  //
   // The cache grows into its region as pages are read, up to its mapped size. Once the file
   // system is tight for that (less free than kTightFactor times what it may still take), the
   // whole of it is claimed, as far as there is room: else the cache would take the room kept
   // for removals. (Claimed from the start, it would hold the cache's full size on every disk.)
-  uint64_t growable = 0, allocated = 0;
+  uint64_t growable = 0;
   for (const Region& r : regions_) {
     struct stat st;
     if (stat(r.path.c_str(), &st) != 0) continue;
-    allocated = static_cast<uint64_t>(st.st_blocks) * 512;
+    const uint64_t allocated = static_cast<uint64_t>(st.st_blocks) * 512;
     if (!ClaimFile(r.path, static_cast<uint64_t>(st.st_size))) return false;
     if (r.grows && r.mapped > allocated) growable += r.mapped - allocated;
   }
@@ -426,7 +427,6 @@ void StoreSpace::Notice() {
   }
   // Some store met a full file system: this one's too, if it has no room left.
   full_seen_ = seen;
-
   if (FreeBytesOf(dir_) < reserve_bytes_) {
     GiveBackReserve();
     low_ = true;
