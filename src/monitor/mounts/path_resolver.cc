@@ -152,8 +152,13 @@ Result<ClassifiedPath> PathResolver::Recheck(const ClassifiedPath& r, std::strin
   if (kernel_dir.empty() || kernel_dir[0] != '/' || r.check_rest > walked.size()) {
     return Status::Errno(EINVAL);
   }
-  return WalkFrom(table_, NormalizeAbsolute(kernel_dir), walked.substr(r.check_rest),
-                  r.from_escape);
+  // The rest is relative to the kernel's directory, whatever slashes followed the "..": walked
+  // as an absolute path, its own ".." checks would name paths from "/".
+  std::string_view rest = walked.substr(r.check_rest);
+  if (const size_t first = rest.find_first_not_of('/'); first != std::string_view::npos) {
+    rest.remove_prefix(first);
+  }
+  return WalkFrom(table_, NormalizeAbsolute(kernel_dir), rest, r.from_escape);
 }
 
 PairPlacement PlacePair(const ClassifiedPath& a, const ClassifiedPath& b) {
