@@ -42,6 +42,8 @@ struct FsContext {
   // inode: removed, it stays until every process that has it as cwd has left it.
   std::shared_ptr<OpenFile> cwd_hold;
   mode_t umask = 022;
+  // The process called chroot (perhaps with success): "/" may not be the monitor's.
+  bool root_changed = false;
 };
 
 class SharedRegion;

@@ -16,7 +16,8 @@
 // Where "x/.." is cancelled lexically the result carries a check (ClassifiedPath::check_path)
 // that the caller confirms with two stats, and Recheck continues from where the kernel really
 // went. Not seen by a lexical walk: a host symbolic link whose target lies inside a mount, which
-// the kernel follows to the mount point's own (empty) host directory.
+// the kernel follows to the mount point's own (empty) host directory; HostLinks (host_links.h)
+// asks the kernel about those.
 #pragma once
 
 #include <string>

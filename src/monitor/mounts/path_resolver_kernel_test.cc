@@ -5,8 +5,8 @@
 // must reach the same file, or fail with the same errno, in both.
 //
 // Every object has a distinct mtime (its identity on both sides); objects outside both worlds
-// are compared by device and inode. Host symbolic links pointing into a mount are left out: a
-// lexical walk cannot see them (path_resolver.h says so).
+// are compared by device and inode. Host symbolic links pointing into a mount, which a lexical
+// walk cannot see, are found by HostLinks (host_links.h) as the handler asks it.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -20,6 +20,7 @@
 #include <memory>
 #include <random>
 
+#include "monitor/mounts/host_links.h"
 #include "monitor/mounts/lexical_path.h"
 #include "monitor/mounts/path_resolver.h"
 #include "monitor/mounts/test_support.h"
@@ -71,6 +72,16 @@ const Node kTree[] = {
     {"other/x", 'd'},
     {"other/x/y", 'f'},
     {"other/back", 'l', "../amino/d"},
+    // Host links into the mounts: to a mount point, to what only the mount has, in chains,
+    // and through a mount link that leads out again.
+    {"hin", 'l', "amino"},
+    {"hin_d", 'l', "amino/d"},
+    {"hin_g", 'l', "@W/amino/g"},
+    {"h/up_in", 'l', "../amino/d/e"},
+    {"hchain", 'l', "hin_d"},
+    {"hin_up", 'l', "amino/up"},
+    {"hworld", 'l', "@W"},
+    {"h/to_other", 'l', "../other/x/"},
 };
 constexpr int kWorldRootId = 100;
 const char* const kMounts[] = {"amino", "other"};
@@ -130,6 +141,7 @@ class PathResolverKernelTest : public ::testing::Test {
       fs_by_mount_[&m] = fs_[name].get();
     }
     resolver_ = std::make_unique<PathResolver>(table_);
+    links_ = std::make_unique<HostLinks>(table_, *resolver_);
   }
 
   void TearDown() override {
@@ -206,10 +218,13 @@ class PathResolverKernelTest : public ::testing::Test {
   }
   static std::string Errno(int err) { return std::string("errno ") + std::strerror(err); }
 
+  // Opened once per directory (AMINO_MOUNTS_RANDOM_PATHS may ask for many paths).
   int DirFd(const std::string& dir) {
+    if (auto it = dir_fds_.find(dir); it != dir_fds_.end()) return it->second;
     int fd = open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
     EXPECT_GE(fd, 0) << dir;
     open_fds_.push_back(fd);
+    dir_fds_[dir] = fd;
     return fd;
   }
 
@@ -226,7 +241,7 @@ class PathResolverKernelTest : public ::testing::Test {
   // resolve inside mounts, continue escapes on the host. `host` performs the call on the
   // kernel (dirfd, path); `amino` on a mount's file system.
   std::string Simulate(
-      const Base& b, const std::string& arg,
+      const Base& b, const std::string& arg, bool follow,
       const std::function<std::string(int, const std::string&)>& host,
       const std::function<std::string(FileSystem&, const std::string&, Status*)>& amino) {
     std::string path = arg;
@@ -236,9 +251,21 @@ class PathResolverKernelTest : public ::testing::Test {
         b.is_virtual ? PathBase::Virtual(*by_name_.at(b.mount), b.rel) : PathBase::Host(host_dir);
     Result<ClassifiedPath> r = resolver_->Classify(base, path);
     std::string walked = path;
+    // The path as written, absolute, that the kernel would walk if the result is the host's.
+    std::string written = path.empty() || path[0] == '/' ? path : host_dir + "/" + path;
+    bool linked = false;  // host links looked for on this result
     for (int hops = 0;; ++hops) {
       if (!r.ok()) return Errno(r.status().error());
       ClassifiedPath c = r.value();
+      if ((c.is_host() || !c.check_path.empty()) && !linked && !written.empty()) {
+        // The handler's order: host links before the lexical check (mount_resolve.cc).
+        linked = true;
+        if (auto in = links_->IntoMount(written, follow)) {
+          ++into_mounts_;
+          r = std::move(*in);
+          continue;
+        }
+      }
       if (!c.check_path.empty()) {
         struct stat at, expect;
         if (stat(c.check_path.c_str(), &at) != 0) return Errno(errno);
@@ -267,9 +294,11 @@ class PathResolverKernelTest : public ::testing::Test {
       std::string out = amino(*fs_by_mount_.at(c.mount), c.path, &st);
       if (st.ok()) return out;
       if (st.error() == EXDEV && !st.escaped_path().empty()) {
-        if (hops == kMaxEscapes) return Errno(ELOOP);
+        if (hops >= 2 * kMaxEscapes) return Errno(ELOOP);
         ++escapes_;
         walked = st.escaped_path();
+        written = walked[0] == '/' ? walked : c.mount->host_point + "/" + walked;
+        linked = false;
         r = resolver_->ContinueOnHost(*c.mount, walked);
         continue;
       }
@@ -279,7 +308,7 @@ class PathResolverKernelTest : public ::testing::Test {
 
   std::string SimStat(const Base& b, const std::string& arg, bool follow) {
     return Simulate(
-        b, arg,
+        b, arg, follow,
         [&](int fd, const std::string& p) {
           struct stat st;
           int r = fstatat(fd, p.c_str(), &st, follow ? 0 : AT_SYMLINK_NOFOLLOW);
@@ -327,9 +356,11 @@ class PathResolverKernelTest : public ::testing::Test {
   std::map<std::string, const Mount*> by_name_;
   std::map<const Mount*, FileSystem*> fs_by_mount_;
   std::unique_ptr<PathResolver> resolver_;
+  std::unique_ptr<HostLinks> links_;
   std::map<std::pair<dev_t, ino_t>, int> host_ids_;
   std::vector<int> open_fds_;
-  int compared_ = 0, amino_calls_ = 0, escapes_ = 0, rechecks_ = 0;
+  std::map<std::string, int> dir_fds_;
+  int compared_ = 0, amino_calls_ = 0, escapes_ = 0, rechecks_ = 0, into_mounts_ = 0;
 };
 
 const std::string kLong(256, 'L');
@@ -349,7 +380,15 @@ TEST_F(PathResolverKernelTest, ChosenPaths) {
       // Names over NAME_MAX: refused where the walk reaches them, in order.
       "amino/LONG", "amino/missing/LONG", "amino/d/LONG/x", "LONG/../amino/g", "h/LONG",
       // Up and out.
-      "../../../..", "/../../..", ".", "..", "", "/", "//", "missing", "missing/"};
+      "../../../..", "/../../..", ".", "..", "", "/", "//", "missing", "missing/",
+      // Host links into a mount.
+      "hin", "hin/", "hin/g", "hin/d/f", "hin/d/e/..", "hin/..", "hin/../h/file", "hin_d", "hin_d/",
+      "hin_d/f", "hin_d/e/../f", "hin_d/..", "hin_g", "hin_g/", "h/up_in", "h/up_in/", "h/up_in/..",
+      "h/up_in/../f", "hchain/f", "hin_up", "hin_up/file", "hin_up/../amino/g", "hworld/amino/d/f",
+      "hworld/hin/d", "hworld/other/x/y", "h/to_other", "h/to_other/y", "hin/missing",
+      "hin_d/missing/x", "hin/rel/..", "hin/abs_h",
+      // Slashes after a ".." the kernel took elsewhere.
+      "habs/../amino/..//file"};
   for (const Base& b : Bases()) {
     for (std::string p : paths) {
       if (size_t at = p.find("LONG"); at != std::string::npos) p.replace(at, 4, kLong);
@@ -360,16 +399,18 @@ TEST_F(PathResolverKernelTest, ChosenPaths) {
   EXPECT_GT(amino_calls_, 500);
   EXPECT_GT(escapes_, 50);
   EXPECT_GT(rechecks_, 5);
-  printf("compared %d, schema calls %d, escapes %d, rechecks %d\n", compared_, amino_calls_,
-         escapes_, rechecks_);
+  EXPECT_GT(into_mounts_, 100);
+  printf("compared %d, schema calls %d, escapes %d, rechecks %d, host links into mounts %d\n",
+         compared_, amino_calls_, escapes_, rechecks_, into_mounts_);
 }
 
 TEST_F(PathResolverKernelTest, RandomPaths) {
-  const char* pool[] = {"h",      "sub",      "file", "amino", "hx",     "amino2",    "z",
-                        "hl",     "deep",     "habs", "d",     "e",      "f",         "g",
-                        "rel",    "up",       "upup", "abs_h", "abs_in", "abs_other", "loop",
-                        "dotdot", "dangling", "back", "other", "x",      "y",         "missing",
-                        ".",      "..",       "..",   "",      "amino",  "..",        "LONG"};
+  const char* pool[] = {
+      "h",       "sub",       "file",  "amino",  "hx",       "amino2", "z",       "hl",   "deep",
+      "habs",    "d",         "e",     "f",      "g",        "rel",    "up",      "upup", "abs_h",
+      "abs_in",  "abs_other", "loop",  "dotdot", "dangling", "back",   "other",   "x",    "y",
+      "missing", ".",         "..",    "..",     "",         "amino",  "..",      "LONG", "hin",
+      "hin_d",   "hin_g",     "up_in", "hchain", "hin_up",   "hworld", "to_other"};
   const int n_pool = sizeof pool / sizeof pool[0];
   int count = 1500;
   if (const char* env = getenv("AMINO_MOUNTS_RANDOM_PATHS")) count = atoi(env);
@@ -389,8 +430,9 @@ TEST_F(PathResolverKernelTest, RandomPaths) {
   EXPECT_EQ(compared_, 2 * count);
   EXPECT_GT(amino_calls_, count / 2);
   EXPECT_GT(escapes_, count / 20);
-  printf("compared %d, schema calls %d, escapes %d, rechecks %d\n", compared_, amino_calls_,
-         escapes_, rechecks_);
+  EXPECT_GT(into_mounts_, count / 20);
+  printf("compared %d, schema calls %d, escapes %d, rechecks %d, host links into mounts %d\n",
+         compared_, amino_calls_, escapes_, rechecks_, into_mounts_);
 }
 
 // Calls whose outcome depends on a trailing slash or a last "." / "..": the resolver keeps
@@ -404,7 +446,7 @@ TEST_F(PathResolverKernelTest, TrailingSlashAndLastDotReachTheCall) {
         int fd = DirFd(native_);
         std::string native = host(fd, path.c_str()) == 0 ? "ok" : Errno(errno);
         std::string sim = Simulate(
-            root, path,
+            root, path, what == "create",
             [&](int dirfd, const std::string& p) {
               return host(dirfd, p.c_str()) == 0 ? std::string("ok") : Errno(errno);
             },
@@ -460,8 +502,18 @@ TEST_F(PathResolverKernelTest, TrailingSlashAndLastDotReachTheCall) {
   rmdir_both("amino/n1/");
   rmdir_both("amino/up/n2/.");
   rmdir_both("amino/up/n2");
+  // Through host links into the mount.
+  mkdir_both("hin/n4");
+  mkdir_both("hin_d/n5/");
+  mkdir_both("hin_g");
+  create_both("hin_d/e/n6");
+  create_both("hin/missing/n7");
+  create_both("h/up_in/n8");
+  rmdir_both("hin_d/n5");
+  rmdir_both("hin");
   // The trees agree afterwards (new files have no identity: compare their type).
-  for (const char* p : {"amino/n1", "amino/n3", "h/n2", "amino/newfile", "amino/d/e"}) {
+  for (const char* p : {"amino/n1", "amino/n3", "h/n2", "amino/newfile", "amino/d/e", "amino/n4",
+                        "amino/d/n5", "amino/d/e/n6", "amino/d/e/n8", "hin"}) {
     std::string native = NativeStat(root, p, false);
     std::string sim = SimStat(root, p, false);
     EXPECT_EQ(native.substr(0, 1), sim.substr(0, 1)) << p << ": " << native << " / " << sim;

@@ -142,7 +142,8 @@ Decision ExecCall::Run() {
   if (flags & ~(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW)) return Decision::Pass();
   if (ReadString(*t.proc, call.arg(path_arg), PATH_MAX, &path) != 0) return Decision::Pass();
   if (path.empty() && !(flags & AT_EMPTY_PATH)) return Decision::Pass();
-  if (int err = h.Resolve(t, dirfd, path, flags & AT_EMPTY_PATH, &target)) {
+  if (int err = h.Resolve(t, dirfd, path, flags & AT_EMPTY_PATH, !(flags & AT_SYMLINK_NOFOLLOW),
+                          &target)) {
     return Decision::Emulate(err);
   }
   first = target;
@@ -213,7 +214,8 @@ std::optional<Decision> ExecCall::FindProgram() {
     args.push_back(filename);
     front.insert(front.begin(), args.begin(), args.end());
     filename = sb.name;
-    if (int err = h.Resolve(t, AT_FDCWD, sb.name, false, &target)) return Decision::Emulate(err);
+    if (int err = h.Resolve(t, AT_FDCWD, sb.name, false, true, &target))
+      return Decision::Emulate(err);
     // An interpreter the kernel would not find where the monitor does (relative to a cwd in a
     // mount, or through a link out of one) is the monitor's to run as well.
     if (target.kind == Target::Kind::kSubstitute) monitor_runs_it = true;

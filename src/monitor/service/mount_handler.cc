@@ -40,6 +40,7 @@ MountHandler::MountHandler(mounts::MountTable table, std::vector<std::unique_ptr
                            const ServiceOptions& options)
     : mount_table_(std::move(table)),
       resolver_(mount_table_),
+      host_links_(mount_table_, resolver_),
       mounts_(std::move(mounts)),
       txns_(options.flush_user_commits, options.lock_timeout),
       external_(options.external) {
@@ -208,6 +209,10 @@ Decision MountHandler::Serve(Thread& t, SyscallRegs& call) {
     case SYS_getpeername:
       return SocketName(t, call);
     case SYS_chroot:
+      // Its absolute paths are no longer the monitor's: no host link is looked at for it
+      // (the kernel's own walk, and the cover, remain).
+      t.proc->fs->root_changed = true;
+      return Decision::Pass();
     case SYS_name_to_handle_at:
     case SYS_open_by_handle_at:
       return Decision::Pass();

@@ -39,6 +39,7 @@
 #include "monitor/call_handler.h"
 #include "monitor/host/host_context.h"
 #include "monitor/host/host_handler.h"
+#include "monitor/mounts/host_links.h"
 #include "monitor/mounts/mount_table.h"
 #include "monitor/mounts/path_resolver.h"
 #include "monitor/service/host_nodes.h"
@@ -67,6 +68,10 @@ struct Target {
   MountFs* mfs = nullptr;
   std::shared_ptr<ServedFile> file;
   bool trailing_slash = false;
+  // How Resolve was asked: whether the call follows a last link, and whether host links into
+  // mounts are looked for (not after a chroot), for the continuations of an escape.
+  bool follow_last = false;
+  bool host_links = false;
 };
 
 // How transactions end (amino run --durability, --lock-timeout).
@@ -196,7 +201,10 @@ class MountHandler : public CallHandler, public TxnControl {
 
   // --- mount_resolve.cc
   // Where `path` (read from the tracee) relative to `dirfd` leads. 0 or -errno.
-  int Resolve(Thread& t, int dirfd, const std::string& path, bool empty_ok, Target* out);
+  // `follow_last`: the call follows a symbolic link the path ends in (a host link into a mount
+  // then leads into the mount, host_links.h).
+  int Resolve(Thread& t, int dirfd, const std::string& path, bool empty_ok, bool follow_last,
+              Target* out);
   // "x/../y": the lexical walk holds only if the kernel goes through x as the resolver assumed
   // (r.check_path). 0 or -errno; *kernel_dir set to where the kernel's walk really is when it
   // differs.
@@ -351,6 +359,7 @@ class MountHandler : public CallHandler, public TxnControl {
 
   mounts::MountTable mount_table_;
   mounts::PathResolver resolver_;
+  mounts::HostLinks host_links_;  // host symbolic links into mounts
   std::vector<std::unique_ptr<MountFs>> mounts_;
   SharedMappings shared_maps_;
   host::CredCache creds_;

@@ -24,6 +24,16 @@
 
 namespace amino::monitor::service {
 
+namespace {
+
+// Whether an open with `flags` follows a symbolic link its path ends in: not with O_NOFOLLOW,
+// and not when it must create the file (O_CREAT | O_EXCL fails with EEXIST on a link).
+bool OpenFollowsLastLink(int flags) {
+  return !(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL));
+}
+
+}  // namespace
+
 // openat2: its open_how checked as the kernel does before it looks at the path; the RESOLVE_*
 // rules applied to a path that leads into a mount.
 Decision MountHandler::OpenAt2(Thread& t, SyscallRegs& call) {
@@ -45,7 +55,8 @@ Decision MountHandler::OpenAt2(Thread& t, SyscallRegs& call) {
     std::string path;
     Target target;
     if (ReadString(*t.proc, call.arg(1), PATH_MAX, &path) != 0) return Decision::Pass();
-    if (int err = Resolve(t, a0, path, false, &target)) {
+    if (int err = Resolve(t, a0, path, false, OpenFollowsLastLink(static_cast<int>(how.flags)),
+                          &target)) {
       // The kernel reports its own errors, but it would be given a placeholder for a
       // served directory, and knows nothing of a virtual cwd.
       const bool served_base = a0 == AT_FDCWD ? t.proc->fs->cwd_mount >= 0 : !!ServedOf(t, a0);
@@ -72,7 +83,8 @@ Decision MountHandler::Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t pa
   std::string path;
   if (int err = ReadString(*t.proc, path_addr, PATH_MAX, &path)) return Decision::Emulate(-err);
   Target target;
-  if (int err = Resolve(t, dirfd, path, false, &target)) return Decision::Emulate(err);
+  if (int err = Resolve(t, dirfd, path, false, OpenFollowsLastLink(flags), &target))
+    return Decision::Emulate(err);
   // Opening a served descriptor's link in /proc opens its file anew.
   FollowServedFdLink(t, path, !(flags & O_NOFOLLOW), &target);
   switch (target.kind) {

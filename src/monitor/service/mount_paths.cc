@@ -429,11 +429,16 @@ Decision MountHandler::PathCall(Thread& t, SyscallRegs& call) {
     if (targets[i].kind != Target::Kind::kServed) return 0;
     return ServedPairError(*targets[i].mfs, caller_txn_, CredOf(t), targets[i].path, check);
   };
+  uint64_t regs[6];
+  for (int i = 0; i < 6; ++i) regs[i] = call.arg(i);
   for (int i = 0; i < n; ++i) {
     int err = paths[i].read_err;
     // getname() refuses an empty path before the directory descriptor is looked at.
     if (!err && paths[i].path.empty() && !paths[i].empty_ok && !paths[i].null) err = ENOENT;
-    if (!err) err = -Resolve(t, paths[i].dirfd, paths[i].path, paths[i].empty_ok, &targets[i]);
+    // Only a call's first path may follow its last link (linkat's old name).
+    const bool follow = i == 0 && FollowsLastLink(*info, regs);
+    if (!err)
+      err = -Resolve(t, paths[i].dirfd, paths[i].path, paths[i].empty_ok, follow, &targets[i]);
     if (err) {
       // The first path of a rename or link is looked up before the second is read.
       const int first = i == 1 ? pair_error(0) : 0;

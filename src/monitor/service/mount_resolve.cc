@@ -40,6 +40,20 @@ bool GoesUpFirst(const std::string& path, std::string* rest) {
   return false;
 }
 
+// `abs` as the monitor must name it to reach what the tracee `t` reaches: /proc/self,
+// /proc/thread-self and /dev/fd are the monitor's own in its walks.
+std::string AsTraceeSees(const Thread& t, const std::string& abs) {
+  const std::string self = "/proc/" + std::to_string(t.proc->tgid);
+  for (const auto& [prefix, to] : {std::pair<std::string_view, std::string>{"/proc/self", self},
+                                   {"/proc/thread-self", self + "/task/" + std::to_string(t.tid)},
+                                   {"/dev/fd", self + "/fd"}}) {
+    if (abs.starts_with(prefix) && (abs.size() == prefix.size() || abs[prefix.size()] == '/')) {
+      return to + abs.substr(prefix.size());
+    }
+  }
+  return abs;
+}
+
 // The mount-relative directory that holds `dir` ("/a/b": "/a"; "/": "/").
 std::string ParentOf(const std::string& dir) {
   const size_t slash = dir.rfind('/');
@@ -131,7 +145,7 @@ int MountHandler::DeadCwd(Thread& t, const std::string& path, Target* out) {
 }
 
 int MountHandler::Resolve(Thread& t, int dirfd, const std::string& as_given, bool empty_ok,
-                          Target* out) {
+                          bool follow_last, Target* out) {
   *out = Target();
   std::string through;  // `as_given` with a /proc link replaced by what it stands for
   if (int err = ThroughProcLink(t, as_given, &through)) return err;
@@ -195,6 +209,19 @@ int MountHandler::Resolve(Thread& t, int dirfd, const std::string& as_given, boo
                                         : mounts::PathBase::Host(base_dir);
   auto r = resolver_.Classify(base, path, empty_ok);
   if (!r.ok()) return -r.status().error();
+  out->follow_last = follow_last;
+  out->host_links = !t.proc->fs->root_changed;
+  if ((r->is_host() || !r->check_path.empty()) && out->host_links && !path.empty()) {
+    // A host link on the path as written may lead into a mount: looked for on host results,
+    // and before a lexical check of "x/..", since ".." after such a link is the mount's.
+    const std::string abs = path[0] == '/'    ? path
+                            : base_dir == "/" ? "/" + path
+                                              : base_dir + "/" + path;
+    if (auto in = host_links_.IntoMount(AsTraceeSees(t, abs), follow_last)) {
+      if (!in->ok()) return -in->status().error();
+      r = std::move(*in);
+    }
+  }
   if (!r->check_path.empty()) {
     std::string kernel_dir;
     if (int err = WhereDotDotLeads(t, *r, &kernel_dir)) return err;
@@ -373,8 +400,17 @@ Decision MountHandler::RunOnTargetOr(Target& target, const PathBody& body, const
     if (!escaped) return Outcome(o, done);
     // A link or ".." left the mount: the rest of the walk continues from there.
     if (hops == mounts::kMaxEscapes) return Decision::Emulate(-ELOOP);
-    auto next = resolver_.ContinueOnHost(*m.mount, o.status.escaped_path());
+    const std::string& rest = o.status.escaped_path();
+    auto next = resolver_.ContinueOnHost(*m.mount, rest);
     if (!next.ok()) return Decision::Emulate(-next.status().error());
+    if (next->is_host() && target.host_links) {
+      // The rest as written, from where it left: a host link on it may lead into a mount.
+      const std::string abs = rest[0] == '/' ? rest : m.mount->host_point + "/" + rest;
+      if (auto in = host_links_.IntoMount(abs, target.follow_last)) {
+        if (!in->ok()) return Decision::Emulate(-in->status().error());
+        next = std::move(*in);
+      }
+    }
     target.trailing_slash = next->trailing_slash;
     target.path = next->path;
     if (next->is_host()) {

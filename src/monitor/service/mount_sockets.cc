@@ -102,7 +102,8 @@ Decision MountHandler::Bind(Thread& t, SyscallRegs& call) {
   host::ScopedFd socket(UnixSocketOf(t, static_cast<int>(call.arg(0))));
   if (socket.get() < 0) return Decision::Pass();
   Target target;
-  if (int err = Resolve(t, AT_FDCWD, *path, false, &target)) return Decision::Emulate(err);
+  // bind never follows a last link: a name taken by one is EADDRINUSE.
+  if (int err = Resolve(t, AT_FDCWD, *path, false, false, &target)) return Decision::Emulate(err);
   if (target.kind == Target::Kind::kHost) return Decision::Pass();
   if (target.kind == Target::Kind::kFile) return Decision::Emulate(-EADDRINUSE);
   const schema::Cred cred = CredOf(t);
@@ -183,7 +184,7 @@ Decision MountHandler::SendTo(Thread& t, SyscallRegs& call) {
 Decision MountHandler::ToSocketNode(Thread& t, SyscallRegs& call, const std::string& path,
                                     int addr_arg) {
   Target target;
-  if (int err = Resolve(t, AT_FDCWD, path, false, &target)) return Decision::Emulate(err);
+  if (int err = Resolve(t, AT_FDCWD, path, false, true, &target)) return Decision::Emulate(err);
   FollowServedFdLink(t, path, true, &target);
   if (target.kind == Target::Kind::kHost) return Decision::Pass();
   if (target.kind == Target::Kind::kFile) return Decision::Emulate(-ECONNREFUSED);
