@@ -1,5 +1,5 @@
 """AF_UNIX sockets named by paths in the scratch directory (an Amino mount in the mount modes):
-bind, connect, datagrams sent to a path, their errors, the names getsockname and getpeername
+bind, connect, datagrams sent to a path (sendto, and sendmsg with a descriptor passed), their errors, the names getsockname and getpeername
 report, the socket file as stat, listings, rename, link and unlink see it, and the peer
 credentials a server reads give the same results as natively; so do paths relative to a socket
 or pipe descriptor."""
@@ -83,6 +83,7 @@ print("a socket file nobody listens on", err(lambda: stream().connect("sock/gone
 os.unlink("sock/gone")
 
 d1 = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+d1.settimeout(10)  # a datagram that went elsewhere fails the comparison instead of hanging
 d1.bind("sock/dgram")
 d2 = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 print("datagram connect", err(lambda: d2.connect("sock/dgram")), d2.getpeername())
@@ -94,6 +95,18 @@ print("datagram read", d1.recvfrom(64))
 print("sendto nothing", err(lambda: d3.sendto(b"x", "sock/none")))
 print("sendto a file", err(lambda: d3.sendto(b"x", "plain")))
 print("sendto on a stream socket", err(lambda: cli.sendto(b"x", "sock/dgram")))
+r, w = os.pipe()
+print("sendmsg to a path, with a descriptor",
+      err(lambda: d3.sendmsg([b"by ", b"sendmsg"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                                                      struct.pack("i", w))], 0, "sock/dgram")))
+got, fds, _, _ = socket.recv_fds(d1, 64, 1)
+os.write(fds[0], b"through the passed pipe")
+print("datagram read", got, os.read(r, 64))
+print("sendmsg to nothing", err(lambda: d3.sendmsg([b"x"], [], 0, "sock/none")))
+print("sendmsg to a file", err(lambda: d3.sendmsg([b"x"], [], 0, "plain")))
+print("sendmsg to a path by a relative link", err(lambda: os.symlink("dgram", "sock/to_dgram")),
+      err(lambda: d3.sendmsg([b"linked"], [], 0, "sock/to_dgram")), d1.recv(64))
+os.unlink("sock/to_dgram")
 os.unlink("sock/dgram")
 
 os.chdir("sock")

@@ -82,6 +82,8 @@ Decision MountHandler::Descriptors(Thread& t, SyscallRegs& call) {
       for (int fd : PassedFds(*t.proc, call.arg(1))) {
         if (auto f = ServedOf(t, fd)) in_flight_.emplace(f->placeholder_ino, f);
       }
+      // A datagram to a socket bound in a mount (mount_sockets.cc).
+      if (std::optional<Decision> d = SendMsgTo(t, call)) return *d;
       return host_.OnEntry(t, call);
     case SYS_recvmsg: {
       Pending p;

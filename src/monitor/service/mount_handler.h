@@ -24,6 +24,7 @@
 // served_file.cc is a descriptor's open file, user_txn.cc the application transactions.
 #pragma once
 
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <chrono>
@@ -331,15 +332,23 @@ class MountHandler : public CallHandler, public TxnControl {
   Decision Bind(Thread& t, SyscallRegs& call);
   Decision Connect(Thread& t, SyscallRegs& call);
   Decision SendTo(Thread& t, SyscallRegs& call);  // a datagram to a path
-  // connect and sendto to `path`, the address in registers `addr_arg` and `addr_arg` + 1: the
-  // schema's checks, then the kernel on the host node when a socket bound here is there.
-  Decision ToSocketNode(Thread& t, SyscallRegs& call, const std::string& path, int addr_arg);
+  // sendmsg with a path as its destination (msg_name): nullopt when it has none in a mount.
+  std::optional<Decision> SendMsgTo(Thread& t, SyscallRegs& call);
+  // connect, sendto and sendmsg to `path`: the schema's checks, then the kernel on the host node
+  // when a socket bound here is there. `point_at` gives the call a host path in place of its
+  // address (the host node, or where a link out of the mount led).
+  Decision ToSocketNode(Thread& t, const std::string& path,
+                        const std::function<Decision(const std::string&)>& point_at);
   // getsockname, getpeername: a host node's address reads as the path the socket was bound by.
   Decision SocketName(Thread& t, SyscallRegs& call);
   // The call goes to the kernel with a sockaddr_un of `host_path` in place of its address
   // (registers `addr_arg` and `addr_arg` + 1), put back at its exit.
   Decision WithSocketAddress(Thread& t, SyscallRegs& call, const std::string& host_path,
                              int addr_arg);
+  // The same for sendmsg: the kernel is given a copy of the caller's message header `header`
+  // whose msg_name is that address, in the shared region.
+  Decision WithMessageAddress(Thread& t, SyscallRegs& call, const std::string& host_path,
+                              const msghdr& header);
   // Host node of each socket bound under this run -> the path it was bound by, as given.
   std::unordered_map<std::string, std::string> socket_names_;
   // Stored socket (mount number, file id) -> its host node.

@@ -9,13 +9,13 @@
 //            the caller's own connect is then pointed at the host node, so that the kernel
 //            records the caller's credentials (SO_PEERCRED) and blocks it as usual;
 //   getsockname, getpeername: a host node's address reads as the path the socket was bound by.
-//   sendto   with an address (a datagram to an unconnected socket), as connect.
-// bind, connect and sendto with an address take a ptrace stop (MountHandler::NeedsStop,
+//   sendto   with an address (a datagram to an unconnected socket), as connect;
+//   sendmsg  the same, its header copied to the shared region with the host node as msg_name.
+// bind, connect, sendto with an address and sendmsg take a ptrace stop (MountHandler::NeedsStop,
 // StopOnlyWhenSet): only at a stop can the address register be changed. Only sockets bound under
 // this `amino run` are live: a stored socket from an earlier run refuses connections
-// (ECONNREFUSED), as a socket file nobody listens on does. Not served: sendmsg to a path in a
-// mount (its address lies in memory a notified call cannot have changed), and the address of a
-// peer bound in a mount as accept, recvfrom and recvmsg report it.
+// (ECONNREFUSED), as a socket file nobody listens on does. Not served: sendmmsg to a path in a
+// mount, and the address of a peer bound in a mount as accept, recvfrom and recvmsg report it.
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -72,6 +72,16 @@ int UnixSocketOf(Thread& t, int fd) {
   return copy;
 }
 
+// Whether the caller's `fd` is an AF_UNIX datagram socket. Only those look a destination
+// address up: a stream socket refuses one (EISCONN or EOPNOTSUPP), a seqpacket socket ignores it.
+bool IsDatagramSocket(Thread& t, int fd) {
+  host::ScopedFd socket(UnixSocketOf(t, fd));
+  int type = 0;
+  socklen_t size = sizeof type;
+  return socket.get() >= 0 && getsockopt(socket.get(), SOL_SOCKET, SO_TYPE, &type, &size) == 0 &&
+         type == SOCK_DGRAM;
+}
+
 }  // namespace
 
 Decision MountHandler::WithSocketAddress(Thread& t, SyscallRegs& call, const std::string& host_path,
@@ -91,6 +101,33 @@ Decision MountHandler::WithSocketAddress(Thread& t, SyscallRegs& call, const std
   pending_[t.tid] = std::move(p);
   call.set_arg(addr_arg, addr);
   call.set_arg(addr_arg + 1, kPathOffset + host_path.size() + 1);
+  return Decision::ObserveExit();
+}
+
+Decision MountHandler::WithMessageAddress(Thread& t, SyscallRegs& call,
+                                          const std::string& host_path, const msghdr& header) {
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  if (host_path.size() >= sizeof a.sun_path) return Decision::Emulate(-ENAMETOOLONG);
+  std::memcpy(a.sun_path, host_path.data(), host_path.size());
+  Decision restart;
+  if (!EnsureRegion(t, call, &restart)) return restart;
+  const uint64_t addr =
+      t.proc->region->Put(t.tid, 0, std::string_view(reinterpret_cast<const char*>(&a), sizeof a));
+  if (!addr) return Decision::Emulate(-ENAMETOOLONG);
+  // The kernel reads a sendmsg header and writes nothing back: a copy serves. Its data and
+  // control messages stay where the caller has them.
+  msghdr copy = header;
+  copy.msg_name = reinterpret_cast<void*>(addr);
+  copy.msg_namelen = static_cast<socklen_t>(kPathOffset + host_path.size() + 1);
+  const uint64_t copy_addr = t.proc->region->Put(
+      t.tid, 4096, std::string_view(reinterpret_cast<const char*>(&copy), sizeof copy));
+  if (!copy_addr) return Decision::Emulate(-ENAMETOOLONG);
+  Pending p;
+  p.kind = Pending::Kind::kRestore;
+  p.original = call;
+  pending_[t.tid] = std::move(p);
+  call.set_arg(1, copy_addr);
   return Decision::ObserveExit();
 }
 
@@ -160,29 +197,32 @@ Decision MountHandler::Connect(Thread& t, SyscallRegs& call) {
     host::ScopedFd socket(UnixSocketOf(t, static_cast<int>(call.arg(0))));
     if (socket.get() < 0) return Decision::Pass();
   }
-  return ToSocketNode(t, call, *path, 1);
+  return ToSocketNode(t, *path,
+                      [&](const std::string& host) { return WithSocketAddress(t, call, host, 1); });
 }
 
 Decision MountHandler::SendTo(Thread& t, SyscallRegs& call) {
   if (!call.arg(4)) return Decision::Pass();
   std::optional<std::string> path = SocketPathOf(*t.proc, call.arg(4), call.arg(5));
   if (!path) return Decision::Pass();
-  {
-    // Only a datagram socket looks the address up: a stream socket refuses one (EISCONN or
-    // EOPNOTSUPP), a seqpacket socket ignores it.
-    host::ScopedFd socket(UnixSocketOf(t, static_cast<int>(call.arg(0))));
-    int type = 0;
-    socklen_t size = sizeof type;
-    if (socket.get() < 0 || getsockopt(socket.get(), SOL_SOCKET, SO_TYPE, &type, &size) != 0 ||
-        type != SOCK_DGRAM) {
-      return Decision::Pass();
-    }
-  }
-  return ToSocketNode(t, call, *path, 4);
+  if (!IsDatagramSocket(t, static_cast<int>(call.arg(0)))) return Decision::Pass();
+  return ToSocketNode(t, *path,
+                      [&](const std::string& host) { return WithSocketAddress(t, call, host, 4); });
 }
 
-Decision MountHandler::ToSocketNode(Thread& t, SyscallRegs& call, const std::string& path,
-                                    int addr_arg) {
+std::optional<Decision> MountHandler::SendMsgTo(Thread& t, SyscallRegs& call) {
+  msghdr header{};
+  if (ReadMemory(*t.proc, call.arg(1), &header, sizeof header) != 0) return std::nullopt;
+  if (!header.msg_name) return std::nullopt;
+  std::optional<std::string> path =
+      SocketPathOf(*t.proc, reinterpret_cast<uint64_t>(header.msg_name), header.msg_namelen);
+  if (!path || !IsDatagramSocket(t, static_cast<int>(call.arg(0)))) return std::nullopt;
+  return ToSocketNode(
+      t, *path, [&](const std::string& host) { return WithMessageAddress(t, call, host, header); });
+}
+
+Decision MountHandler::ToSocketNode(Thread& t, const std::string& path,
+                                    const std::function<Decision(const std::string&)>& point_at) {
   Target target;
   if (int err = Resolve(t, AT_FDCWD, path, false, true, &target)) return Decision::Emulate(err);
   FollowServedFdLink(t, path, true, &target);
@@ -203,8 +243,7 @@ Decision MountHandler::ToSocketNode(Thread& t, SyscallRegs& call, const std::str
         found_in = &m;
         return schema::Status::Ok();
       },
-      [] { return 0L; },
-      [&](const std::string& host) { return WithSocketAddress(t, call, host, addr_arg); });
+      [] { return 0L; }, point_at);
   if (!found_in || d.kind != Decision::Kind::kEmulate || d.result != 0) return d;
   auto it = socket_nodes_.find({MountIndex(found_in), node.ino});
   if (it == socket_nodes_.end()) return Decision::Emulate(-ECONNREFUSED);
@@ -215,7 +254,7 @@ Decision MountHandler::ToSocketNode(Thread& t, SyscallRegs& call, const std::str
   (void)RunCallAlone(*found_in, [&](schema::Transaction& txn) {
     return found_in->fs->TouchAtime(txn, node.ino).status();
   });
-  return WithSocketAddress(t, call, it->second, addr_arg);
+  return point_at(it->second);
 }
 
 Decision MountHandler::SocketName(Thread& t, SyscallRegs& call) {
