@@ -74,6 +74,11 @@ std::vector<long> MountHandler::ExtraTrapped() const {
   for (long nr : {SYS_bind, SYS_connect, SYS_getsockname, SYS_getpeername, SYS_sendto}) {
     nrs.push_back(nr);
   }
+  // The kernel's mount calls (mount_kernel_mounts.cc).
+  for (long nr : {SYS_mount, SYS_umount2, SYS_pivot_root, SYS_open_tree, SYS_move_mount, SYS_fspick,
+                  SYS_mount_setattr}) {
+    nrs.push_back(nr);
+  }
   for (long i = 0; i < AMINO_SYS_COUNT; ++i) nrs.push_back(AMINO_SYS_BASE + i);
   if (external_) {
     for (long nr : OutputCalls()) nrs.push_back(nr);
@@ -208,6 +213,14 @@ Decision MountHandler::Serve(Thread& t, SyscallRegs& call) {
     case SYS_getsockname:
     case SYS_getpeername:
       return SocketName(t, call);
+    case SYS_mount:
+    case SYS_umount2:
+    case SYS_pivot_root:
+    case SYS_open_tree:
+    case SYS_move_mount:
+    case SYS_fspick:
+    case SYS_mount_setattr:
+      return KernelMountCall(t, call);
     case SYS_chroot:
       // Its absolute paths are no longer the monitor's: no host link is looked at for it
       // (the kernel's own walk, and the cover, remain).

@@ -20,6 +20,8 @@
 //   mount_nodes.cc        opens of stored FIFOs and device nodes (on host nodes, host_nodes.h)
 //   mount_sockets.cc      AF_UNIX sockets bound at paths in a mount (bind, connect, their names)
 //   mount_foreign.cc      calls of another ABI (int $0x80, x32) that name a mount: refused
+//   mount_kernel_mounts.cc  the kernel's mount calls (mount, umount2, open_tree...) on mount
+//                         paths: refused
 // Beside the class: mount_fs.cc runs one call in its own transaction on a mount (RunCall),
 // served_file.cc is a descriptor's open file, user_txn.cc the application transactions.
 #pragma once
@@ -325,6 +327,11 @@ class MountHandler : public CallHandler, public TxnControl {
   std::optional<Decision> ResumeFifoWait(Thread& t, SyscallRegs& call);
   // Whether a writer has had the FIFO open since `fd` (a non-blocking read end) was opened.
   bool WriterCame(int fd);
+
+  // --- mount_kernel_mounts.cc
+  // mount, umount2, pivot_root, open_tree, move_mount, fspick, mount_setattr: EINVAL when a
+  // path they name is in a mount.
+  Decision KernelMountCall(Thread& t, SyscallRegs& call);
 
   // --- mount_sockets.cc
   // bind, connect and sendto of an AF_UNIX socket to a path in a mount: the stored node is the
