@@ -20,6 +20,8 @@ namespace {
 // Directories recorded under one mount point: enough for the cwds made ready there; a tree
 // beyond that is hidden data PrepareMounts has warned of.
 constexpr size_t kMaxDirsPerMount = 1000;
+// Looking is not using: an automount point at the end of a path is not mounted for a look.
+constexpr int kNoAutomount = AT_NO_AUTOMOUNT;
 
 bool EndsWithSlash(std::string_view s) { return !s.empty() && s.back() == '/'; }
 
@@ -103,10 +105,10 @@ std::optional<Result<ClassifiedPath>> HostLinks::IntoMount(std::string_view abs,
   const std::string path(abs);
   struct stat st;
   // A trailing slash makes the kernel follow a last link whatever the call.
-  if (fstatat(AT_FDCWD, path.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+  if (fstatat(AT_FDCWD, path.c_str(), &st, AT_SYMLINK_NOFOLLOW | kNoAutomount) == 0) {
     const bool followed = S_ISLNK(st.st_mode) && follow_last;
     if (followed) {
-      if (stat(path.c_str(), &st) != 0) {
+      if (fstatat(AT_FDCWD, path.c_str(), &st, kNoAutomount) != 0) {
         // A link whose target the host lacks: it may name something only the mount has.
         return errno == ENOENT ? Walk(abs, follow_last) : std::nullopt;
       }
@@ -127,7 +129,7 @@ std::optional<Result<ClassifiedPath>> HostLinks::IntoMount(std::string_view abs,
   }
   // A name the host lacks (or hides): where its directory is decides.
   auto [dir, last] = SplitLast(abs);
-  if (stat(dir.c_str(), &st) == 0) {
+  if (fstatat(AT_FDCWD, dir.c_str(), &st, kNoAutomount) == 0) {
     if (!S_ISDIR(st.st_mode)) return std::nullopt;
     if (const InMountDir* d = Find(st.st_dev, st.st_ino)) return Inside(*d, last);
     return std::nullopt;
@@ -164,7 +166,9 @@ std::optional<Result<ClassifiedPath>> HostLinks::Walk(std::string_view abs,
     }
     const std::string here = Join(cur, name);
     struct stat st;
-    if (lstat(here.c_str(), &st) != 0) return std::nullopt;  // the kernel reports it
+    if (fstatat(AT_FDCWD, here.c_str(), &st, AT_SYMLINK_NOFOLLOW | kNoAutomount) != 0) {
+      return std::nullopt;  // the kernel reports it
+    }
     if (S_ISLNK(st.st_mode) && (!last || follow_last || !tail.empty())) {
       if (++links > kMaxEscapes) return std::nullopt;  // ELOOP, the kernel's
       char target[PATH_MAX];
