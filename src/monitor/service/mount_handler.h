@@ -349,13 +349,11 @@ class MountHandler : public CallHandler, public TxnControl {
   // getsockname, getpeername: a host node's address reads as the path the socket was bound by.
   Decision SocketName(Thread& t, SyscallRegs& call);
   // The call goes to the kernel with a sockaddr_un of `host_path` in place of its address
-  // (registers `addr_arg` and `addr_arg` + 1), put back at its exit.
+  // (registers `addr_arg` and `addr_arg` + 1), put back at its exit. With `header` (sendmsg),
+  // register `addr_arg` points instead at a copy of the caller's message header whose msg_name
+  // is that address; both copies are in the shared region.
   Decision WithSocketAddress(Thread& t, SyscallRegs& call, const std::string& host_path,
-                             int addr_arg);
-  // The same for sendmsg: the kernel is given a copy of the caller's message header `header`
-  // whose msg_name is that address, in the shared region.
-  Decision WithMessageAddress(Thread& t, SyscallRegs& call, const std::string& host_path,
-                              const msghdr& header);
+                             int addr_arg, const msghdr* header = nullptr);
   // Host node of each socket bound under this run -> the path it was bound by, as given.
   std::unordered_map<std::string, std::string> socket_names_;
   // Stored socket (mount number, file id) -> its host node.

@@ -85,49 +85,38 @@ bool IsDatagramSocket(Thread& t, int fd) {
 }  // namespace
 
 Decision MountHandler::WithSocketAddress(Thread& t, SyscallRegs& call, const std::string& host_path,
-                                         int addr_arg) {
+                                         int addr_arg, const msghdr* header) {
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
   if (host_path.size() >= sizeof a.sun_path) return Decision::Emulate(-ENAMETOOLONG);
   std::memcpy(a.sun_path, host_path.data(), host_path.size());
+  const socklen_t len = static_cast<socklen_t>(kPathOffset + host_path.size() + 1);
   Decision restart;
   if (!EnsureRegion(t, call, &restart)) return restart;
   const uint64_t addr =
       t.proc->region->Put(t.tid, 0, std::string_view(reinterpret_cast<const char*>(&a), sizeof a));
   if (!addr) return Decision::Emulate(-ENAMETOOLONG);
+  uint64_t header_addr = 0;
+  if (header) {
+    // The kernel reads a sendmsg header and writes nothing back: a copy serves. Its data and
+    // control messages stay where the caller has them.
+    msghdr copy = *header;
+    copy.msg_name = reinterpret_cast<void*>(addr);
+    copy.msg_namelen = len;
+    header_addr = t.proc->region->Put(
+        t.tid, 4096, std::string_view(reinterpret_cast<const char*>(&copy), sizeof copy));
+    if (!header_addr) return Decision::Emulate(-ENAMETOOLONG);
+  }
   Pending p;
   p.kind = Pending::Kind::kRestore;
   p.original = call;
   pending_[t.tid] = std::move(p);
-  call.set_arg(addr_arg, addr);
-  call.set_arg(addr_arg + 1, kPathOffset + host_path.size() + 1);
-  return Decision::ObserveExit();
-}
-
-Decision MountHandler::WithMessageAddress(Thread& t, SyscallRegs& call,
-                                          const std::string& host_path, const msghdr& header) {
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  if (host_path.size() >= sizeof a.sun_path) return Decision::Emulate(-ENAMETOOLONG);
-  std::memcpy(a.sun_path, host_path.data(), host_path.size());
-  Decision restart;
-  if (!EnsureRegion(t, call, &restart)) return restart;
-  const uint64_t addr =
-      t.proc->region->Put(t.tid, 0, std::string_view(reinterpret_cast<const char*>(&a), sizeof a));
-  if (!addr) return Decision::Emulate(-ENAMETOOLONG);
-  // The kernel reads a sendmsg header and writes nothing back: a copy serves. Its data and
-  // control messages stay where the caller has them.
-  msghdr copy = header;
-  copy.msg_name = reinterpret_cast<void*>(addr);
-  copy.msg_namelen = static_cast<socklen_t>(kPathOffset + host_path.size() + 1);
-  const uint64_t copy_addr = t.proc->region->Put(
-      t.tid, 4096, std::string_view(reinterpret_cast<const char*>(&copy), sizeof copy));
-  if (!copy_addr) return Decision::Emulate(-ENAMETOOLONG);
-  Pending p;
-  p.kind = Pending::Kind::kRestore;
-  p.original = call;
-  pending_[t.tid] = std::move(p);
-  call.set_arg(1, copy_addr);
+  if (header) {
+    call.set_arg(addr_arg, header_addr);
+  } else {
+    call.set_arg(addr_arg, addr);
+    call.set_arg(addr_arg + 1, len);
+  }
   return Decision::ObserveExit();
 }
 
@@ -217,8 +206,9 @@ std::optional<Decision> MountHandler::SendMsgTo(Thread& t, SyscallRegs& call) {
   std::optional<std::string> path =
       SocketPathOf(*t.proc, reinterpret_cast<uint64_t>(header.msg_name), header.msg_namelen);
   if (!path || !IsDatagramSocket(t, static_cast<int>(call.arg(0)))) return std::nullopt;
-  return ToSocketNode(
-      t, *path, [&](const std::string& host) { return WithMessageAddress(t, call, host, header); });
+  return ToSocketNode(t, *path, [&](const std::string& host) {
+    return WithSocketAddress(t, call, host, 1, &header);
+  });
 }
 
 Decision MountHandler::ToSocketNode(Thread& t, const std::string& path,
