@@ -5,7 +5,7 @@ own host directory, so files written through it landed there, on the host, and r
 nothing (as root the cover made the writes fail with EROFS instead). On every backend, as root
 and as the unprivileged user 65534 (no cover), bash writes and reads through a link to the
 mount point, a link to a directory only the mount has (dangling on the host), a cd through a
-link, and `..` after one: every file must be in the mount, read back through either name, and
+link, `..` after one, and a link reached through /proc/self/cwd: every file must be in the mount, read back through either name, and
 the host directory under the mount point must stay empty.
 Negative control: natively, with an ordinary directory in place of the mount, the same script
 gives the same output and puts the same files there."""
@@ -29,11 +29,12 @@ cd proj/sub
 echo d > d
 cd "$W"
 echo e > down/../e
-cat proj/a down/b "$MP/sub/deep/er/c" "$MP/sub/d" proj/sub/../e
+echo g > /proc/self/cwd/proj/g
+cat proj/a down/b "$MP/sub/deep/er/c" "$MP/sub/d" proj/sub/../e proj/g
 ls down | tr '\n' ' '
 '''
-EXPECTED = "a\nb\nc\nd\ne\nb d deep "
-FILES = {"a": "a\n", "e": "e\n", "sub/b": "b\n", "sub/d": "d\n", "sub/deep/er/c": "c\n"}
+EXPECTED = "a\nb\nc\nd\ne\ng\nb d deep "
+FILES = {"a": "a\n", "e": "e\n", "g": "g\n", "sub/b": "b\n", "sub/d": "d\n", "sub/deep/er/c": "c\n"}
 
 
 def check_tree(read, what):

@@ -42,15 +42,15 @@ bool GoesUpFirst(const std::string& path, std::string* rest) {
 
 // `abs` as the monitor must name it to reach what the tracee `t` reaches: /proc/self,
 // /proc/thread-self and /dev/fd are the monitor's own in its walks.
-std::string AsTraceeSees(const Thread& t, const std::string& abs) {
+std::string AsTraceeSees(const Thread& t, std::string abs) {
+  auto under = [&](std::string_view prefix) {
+    return abs.starts_with(prefix) && (abs.size() == prefix.size() || abs[prefix.size()] == '/');
+  };
+  if (!abs.starts_with("/proc/") && !abs.starts_with("/dev/fd")) return abs;  // most paths
   const std::string self = "/proc/" + std::to_string(t.proc->tgid);
-  for (const auto& [prefix, to] : {std::pair<std::string_view, std::string>{"/proc/self", self},
-                                   {"/proc/thread-self", self + "/task/" + std::to_string(t.tid)},
-                                   {"/dev/fd", self + "/fd"}}) {
-    if (abs.starts_with(prefix) && (abs.size() == prefix.size() || abs[prefix.size()] == '/')) {
-      return to + abs.substr(prefix.size());
-    }
-  }
+  if (under("/proc/self")) return self + abs.substr(10);
+  if (under("/proc/thread-self")) return self + "/task/" + std::to_string(t.tid) + abs.substr(17);
+  if (under("/dev/fd")) return self + "/fd" + abs.substr(7);
   return abs;
 }
 
@@ -214,10 +214,8 @@ int MountHandler::Resolve(Thread& t, int dirfd, const std::string& as_given, boo
   if ((r->is_host() || !r->check_path.empty()) && out->host_links && !path.empty()) {
     // A host link on the path as written may lead into a mount: looked for on host results,
     // and before a lexical check of "x/..", since ".." after such a link is the mount's.
-    const std::string abs = path[0] == '/'    ? path
-                            : base_dir == "/" ? "/" + path
-                                              : base_dir + "/" + path;
-    if (auto in = host_links_.IntoMount(AsTraceeSees(t, abs), follow_last)) {
+    std::string abs = path[0] == '/' ? path : base_dir == "/" ? "/" + path : base_dir + "/" + path;
+    if (auto in = host_links_.IntoMount(AsTraceeSees(t, std::move(abs)), follow_last)) {
       if (!in->ok()) return -in->status().error();
       r = std::move(*in);
     }
