@@ -240,10 +240,13 @@ class PathResolverKernelTest : public ::testing::Test {
   // The handler's loop: classify, confirm lexical checks with the kernel, let the schema
   // resolve inside mounts, continue escapes on the host. `host` performs the call on the
   // kernel (dirfd, path); `amino` on a mount's file system.
+  // `follow`: the call follows a last link; `makes_name`: it makes or removes the last name
+  // (mkdir, rmdir), which no slash after it makes it follow (LastName::kNever in the handler).
   std::string Simulate(
       const Base& b, const std::string& arg, bool follow,
       const std::function<std::string(int, const std::string&)>& host,
-      const std::function<std::string(FileSystem&, const std::string&, Status*)>& amino) {
+      const std::function<std::string(FileSystem&, const std::string&, Status*)>& amino,
+      bool makes_name = false) {
     std::string path = arg;
     if (!path.empty() && path[0] == '/') path = sim_ + path;
     std::string host_dir = sim_ + (b.native.empty() ? "" : "/" + b.native);
@@ -260,9 +263,13 @@ class PathResolverKernelTest : public ::testing::Test {
       if ((c.is_host() || !c.check_path.empty()) && !linked && !written.empty()) {
         // The handler's order: host links before the lexical check (mount_resolve.cc).
         linked = true;
-        if (auto in = links_->IntoMount(written, follow)) {
+        std::string look = written;
+        const bool slash = look.size() > 1 && look.back() == '/';
+        while (makes_name && look.size() > 1 && look.back() == '/') look.pop_back();
+        if (auto in = links_->IntoMount(look, follow)) {
           ++into_mounts_;
           r = std::move(*in);
+          if (r.ok() && slash) r->trailing_slash = true;
           continue;
         }
       }
@@ -453,7 +460,8 @@ TEST_F(PathResolverKernelTest, TrailingSlashAndLastDotReachTheCall) {
             [&](FileSystem& fs, const std::string& p, Status* st) {
               *st = fs.Run([&](Transaction& t) { return amino(fs, t, p); });
               return std::string("ok");
-            });
+            },
+            what == "mkdir" || what == "rmdir");
         EXPECT_EQ(native, sim) << what << " " << path;
       };
   Cred root_cred = Cred::Root();
@@ -510,6 +518,9 @@ TEST_F(PathResolverKernelTest, TrailingSlashAndLastDotReachTheCall) {
   create_both("hin/missing/n7");
   create_both("h/up_in/n8");
   rmdir_both("hin_d/n5");
+  rmdir_both("hin/");  // the link itself, with a slash: ENOTDIR
+  mkdir_both("hin/");
+  rmdir_both("hin_d/");
   rmdir_both("hin");
   // The trees agree afterwards (new files have no identity: compare their type).
   for (const char* p : {"amino/n1", "amino/n3", "h/n2", "amino/newfile", "amino/d/e", "amino/n4",

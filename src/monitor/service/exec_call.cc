@@ -142,8 +142,9 @@ Decision ExecCall::Run() {
   if (flags & ~(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW)) return Decision::Pass();
   if (ReadString(*t.proc, call.arg(path_arg), PATH_MAX, &path) != 0) return Decision::Pass();
   if (path.empty() && !(flags & AT_EMPTY_PATH)) return Decision::Pass();
-  if (int err = h.Resolve(t, dirfd, path, flags & AT_EMPTY_PATH, !(flags & AT_SYMLINK_NOFOLLOW),
-                          &target)) {
+  if (int err =
+          h.Resolve(t, dirfd, path, flags & AT_EMPTY_PATH,
+                    flags & AT_SYMLINK_NOFOLLOW ? LastName::kLookUp : LastName::kFollow, &target)) {
     return Decision::Emulate(err);
   }
   first = target;
@@ -214,7 +215,7 @@ std::optional<Decision> ExecCall::FindProgram() {
     args.push_back(filename);
     front.insert(front.begin(), args.begin(), args.end());
     filename = sb.name;
-    if (int err = h.Resolve(t, AT_FDCWD, sb.name, false, true, &target))
+    if (int err = h.Resolve(t, AT_FDCWD, sb.name, false, LastName::kFollow, &target))
       return Decision::Emulate(err);
     // An interpreter the kernel would not find where the monitor does (relative to a cwd in a
     // mount, or through a link out of one) is the monitor's to run as well.

@@ -23,7 +23,8 @@ Decision MountHandler::Chdir(Thread& t, SyscallRegs& call) {
   std::string path;
   if (int err = ReadString(*t.proc, call.arg(0), PATH_MAX, &path)) return Decision::Emulate(-err);
   Target target;
-  if (int err = Resolve(t, AT_FDCWD, path, false, true, &target)) return Decision::Emulate(err);
+  if (int err = Resolve(t, AT_FDCWD, path, false, LastName::kFollow, &target))
+    return Decision::Emulate(err);
   // chdir("/proc/self/cwd"), chdir("/dev/fd/N"): the served directory the link stands for.
   FollowServedFdLink(t, path, true, &target);
   if (target.kind == Target::Kind::kFile) return Decision::Emulate(-ENOENT);  // removed

@@ -47,7 +47,7 @@ long MountHandler::OnForeignCall(Thread& t, const ForeignCall& c) {
         const int dirfd =
             i > 0 && info->args[i - 1] == Arg::kDirFd ? static_cast<int>(c.args[i - 1]) : AT_FDCWD;
         Target target;
-        if (int err = Resolve(t, dirfd, path, true, true, &target)) return err;
+        if (int err = Resolve(t, dirfd, path, true, LastName::kFollow, &target)) return err;
         if (target.kind != Target::Kind::kHost) return kRefusedForeign;
         break;
       }

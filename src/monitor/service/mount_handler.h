@@ -77,6 +77,14 @@ struct Target {
   bool host_links = false;
 };
 
+// How a call treats the last name of its path, for a host link there (host_links.h).
+enum class LastName {
+  kFollow,  // follows a link there (stat, open, chdir, connect...)
+  kLookUp,  // does not, unless a slash follows the name (lstat, readlink, lchown...)
+  kNever,   // never, slash or not: the call makes or removes the name (mkdir, unlink, rmdir,
+            // rename, mknod, the new name of symlink and link, bind)
+};
+
 // How transactions end (amino run --durability, --lock-timeout).
 struct ServiceOptions {
   bool sync = false;                // every top-level commit is flushed (sync)
@@ -204,9 +212,9 @@ class MountHandler : public CallHandler, public TxnControl {
 
   // --- mount_resolve.cc
   // Where `path` (read from the tracee) relative to `dirfd` leads. 0 or -errno.
-  // `follow_last`: the call follows a symbolic link the path ends in (a host link into a mount
-  // then leads into the mount, host_links.h).
-  int Resolve(Thread& t, int dirfd, const std::string& path, bool empty_ok, bool follow_last,
+  // `last`: how the call treats the path's last name (a host link into a mount there leads
+  // into the mount when the call follows it, host_links.h).
+  int Resolve(Thread& t, int dirfd, const std::string& path, bool empty_ok, LastName last,
               Target* out);
   // "x/../y": the lexical walk holds only if the kernel goes through x as the resolver assumed
   // (r.check_path). 0 or -errno; *kernel_dir set to where the kernel's walk really is when it

@@ -26,10 +26,11 @@ namespace amino::monitor::service {
 
 namespace {
 
-// Whether an open with `flags` follows a symbolic link its path ends in: not with O_NOFOLLOW,
-// and not when it must create the file (O_CREAT | O_EXCL fails with EEXIST on a link).
-bool OpenFollowsLastLink(int flags) {
-  return !(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL));
+// How an open with `flags` treats its last name: it follows a link there, but not with
+// O_NOFOLLOW, nor when it must create the file (O_CREAT | O_EXCL fails with EEXIST on a link).
+LastName OpenLastName(int flags) {
+  const bool follows = !(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL));
+  return follows ? LastName::kFollow : LastName::kLookUp;
 }
 
 }  // namespace
@@ -55,8 +56,7 @@ Decision MountHandler::OpenAt2(Thread& t, SyscallRegs& call) {
     std::string path;
     Target target;
     if (ReadString(*t.proc, call.arg(1), PATH_MAX, &path) != 0) return Decision::Pass();
-    if (int err = Resolve(t, a0, path, false, OpenFollowsLastLink(static_cast<int>(how.flags)),
-                          &target)) {
+    if (int err = Resolve(t, a0, path, false, OpenLastName(static_cast<int>(how.flags)), &target)) {
       // The kernel reports its own errors, but it would be given a placeholder for a
       // served directory, and knows nothing of a virtual cwd.
       const bool served_base = a0 == AT_FDCWD ? t.proc->fs->cwd_mount >= 0 : !!ServedOf(t, a0);
@@ -83,7 +83,7 @@ Decision MountHandler::Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t pa
   std::string path;
   if (int err = ReadString(*t.proc, path_addr, PATH_MAX, &path)) return Decision::Emulate(-err);
   Target target;
-  if (int err = Resolve(t, dirfd, path, false, OpenFollowsLastLink(flags), &target))
+  if (int err = Resolve(t, dirfd, path, false, OpenLastName(flags), &target))
     return Decision::Emulate(err);
   // Opening a served descriptor's link in /proc opens its file anew.
   FollowServedFdLink(t, path, !(flags & O_NOFOLLOW), &target);

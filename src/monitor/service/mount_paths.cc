@@ -87,6 +87,29 @@ struct PairCheck {
   bool must_be_free = false;
 };
 
+// How path `i` of `info`'s call treats its last name (host_links.h).
+LastName LastNameOf(const SyscallInfo& info, const uint64_t (&regs)[6], int i) {
+  switch (info.nr) {
+    case SYS_unlink:
+    case SYS_unlinkat:
+    case SYS_rmdir:
+    case SYS_rename:
+    case SYS_renameat:
+    case SYS_renameat2:
+    case SYS_mkdir:
+    case SYS_mkdirat:
+    case SYS_mknod:
+    case SYS_mknodat:
+    case SYS_symlink:
+    case SYS_symlinkat:
+      return LastName::kNever;
+    default:
+      break;
+  }
+  if (i > 0) return LastName::kNever;  // link's new name
+  return FollowsLastLink(info, regs) ? LastName::kFollow : LastName::kLookUp;
+}
+
 std::string DirOf(const std::string& path) {
   const size_t slash = path.rfind('/');
   if (slash == std::string::npos) return ".";
@@ -435,10 +458,10 @@ Decision MountHandler::PathCall(Thread& t, SyscallRegs& call) {
     int err = paths[i].read_err;
     // getname() refuses an empty path before the directory descriptor is looked at.
     if (!err && paths[i].path.empty() && !paths[i].empty_ok && !paths[i].null) err = ENOENT;
-    // Only a call's first path may follow its last link (linkat's old name).
-    const bool follow = i == 0 && FollowsLastLink(*info, regs);
-    if (!err)
-      err = -Resolve(t, paths[i].dirfd, paths[i].path, paths[i].empty_ok, follow, &targets[i]);
+    if (!err) {
+      err = -Resolve(t, paths[i].dirfd, paths[i].path, paths[i].empty_ok,
+                     LastNameOf(*info, regs, i), &targets[i]);
+    }
     if (err) {
       // The first path of a rename or link is looked up before the second is read.
       const int first = i == 1 ? pair_error(0) : 0;

@@ -145,7 +145,7 @@ int MountHandler::DeadCwd(Thread& t, const std::string& path, Target* out) {
 }
 
 int MountHandler::Resolve(Thread& t, int dirfd, const std::string& as_given, bool empty_ok,
-                          bool follow_last, Target* out) {
+                          LastName last, Target* out) {
   *out = Target();
   std::string through;  // `as_given` with a /proc link replaced by what it stands for
   if (int err = ThroughProcLink(t, as_given, &through)) return err;
@@ -209,15 +209,22 @@ int MountHandler::Resolve(Thread& t, int dirfd, const std::string& as_given, boo
                                         : mounts::PathBase::Host(base_dir);
   auto r = resolver_.Classify(base, path, empty_ok);
   if (!r.ok()) return -r.status().error();
-  out->follow_last = follow_last;
+  out->follow_last = last == LastName::kFollow;
   out->host_links = !t.proc->fs->root_changed;
   if ((r->is_host() || !r->check_path.empty()) && out->host_links && !path.empty()) {
     // A host link on the path as written may lead into a mount: looked for on host results,
     // and before a lexical check of "x/..", since ".." after such a link is the mount's.
     std::string abs = path[0] == '/' ? path : base_dir == "/" ? "/" + path : base_dir + "/" + path;
-    if (auto in = host_links_.IntoMount(AsTraceeSees(t, std::move(abs)), follow_last)) {
+    // A call that makes or removes the last name looks at the name itself, whatever slash
+    // follows it (rmdir("link/") is the kernel's ENOTDIR).
+    const bool slash = abs.size() > 1 && abs.back() == '/';
+    if (last == LastName::kNever) {
+      while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
+    }
+    if (auto in = host_links_.IntoMount(AsTraceeSees(t, std::move(abs)), out->follow_last)) {
       if (!in->ok()) return -in->status().error();
       r = std::move(*in);
+      if (slash) r->trailing_slash = true;
     }
   }
   if (!r->check_path.empty()) {

@@ -129,7 +129,8 @@ Decision MountHandler::Bind(Thread& t, SyscallRegs& call) {
   if (socket.get() < 0) return Decision::Pass();
   Target target;
   // bind never follows a last link: a name taken by one is EADDRINUSE.
-  if (int err = Resolve(t, AT_FDCWD, *path, false, false, &target)) return Decision::Emulate(err);
+  if (int err = Resolve(t, AT_FDCWD, *path, false, LastName::kNever, &target))
+    return Decision::Emulate(err);
   if (target.kind == Target::Kind::kHost) return Decision::Pass();
   if (target.kind == Target::Kind::kFile) return Decision::Emulate(-EADDRINUSE);
   const schema::Cred cred = CredOf(t);
@@ -214,7 +215,8 @@ std::optional<Decision> MountHandler::SendMsgTo(Thread& t, SyscallRegs& call) {
 Decision MountHandler::ToSocketNode(Thread& t, const std::string& path,
                                     const std::function<Decision(const std::string&)>& point_at) {
   Target target;
-  if (int err = Resolve(t, AT_FDCWD, path, false, true, &target)) return Decision::Emulate(err);
+  if (int err = Resolve(t, AT_FDCWD, path, false, LastName::kFollow, &target))
+    return Decision::Emulate(err);
   FollowServedFdLink(t, path, true, &target);
   if (target.kind == Target::Kind::kHost) return Decision::Pass();
   if (target.kind == Target::Kind::kFile) return Decision::Emulate(-ECONNREFUSED);
