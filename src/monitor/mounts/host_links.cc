@@ -63,11 +63,11 @@ HostLinks::HostLinks(const MountTable& table, const PathResolver& resolver) : re
 
 void HostLinks::Record(const Mount& m) {
   const std::string& top = m.host_point.empty() ? m.point : m.host_point;
-  std::vector<std::pair<std::string, std::string>> todo{{top, "/"}};  // host path, rel
+  std::vector<std::pair<std::string, std::string>> to_visit{{top, "/"}};  // host path, rel
   size_t recorded = 0;
-  while (!todo.empty() && recorded < kMaxDirsPerMount) {
-    auto [dir, rel] = std::move(todo.back());
-    todo.pop_back();
+  while (!to_visit.empty() && recorded < kMaxDirsPerMount) {
+    auto [dir, rel] = std::move(to_visit.back());
+    to_visit.pop_back();
     struct stat st;
     if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
     dirs_.emplace(std::make_pair(st.st_dev, st.st_ino), InMountDir{&m, rel});
@@ -79,7 +79,7 @@ void HostLinks::Record(const Mount& m) {
       const std::string path = Join(dir, e->d_name);
       struct stat child;
       if (lstat(path.c_str(), &child) == 0 && S_ISDIR(child.st_mode)) {
-        todo.emplace_back(path, Join(rel, e->d_name));
+        to_visit.emplace_back(path, Join(rel, e->d_name));
       } else {
         hiding_devs_.insert(st.st_dev);
       }
