@@ -539,6 +539,7 @@ void Store::Reclaim(bool compact) {
   c.compact_pages = static_cast<u_int32_t>(std::min<uint64_t>(pages, 1024));
   if (data_->compact(data_, t, nullptr, nullptr, &c, DB_FREE_SPACE, nullptr) == 0) {
     (void)t->commit(t, 0);
+    space_->ForgetClaims();
   } else {
     (void)t->abort(t);
   }

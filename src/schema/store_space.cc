@@ -304,20 +304,6 @@ Status StoreSpace::Attach(std::vector<DB*> dbs) {
 
 namespace {
 
-// Allocates the blocks of [0, size) of `path` that are not yet (they stay past its end if it is
-// shorter). False when the file system has no room for them.
-bool ClaimFile(const std::string& path, uint64_t size) {
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0) return true;  // gone (a log file removed meanwhile)
-  if (static_cast<uint64_t>(st.st_blocks) * 512 + 4096 >= size) return true;
-  const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) return true;
-  const bool ok = fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(size)) == 0 ||
-                  (errno != ENOSPC && errno != EDQUOT);
-  close(fd);
-  return ok;
-}
-
 // The log file being written: the one with the highest number.
 std::string NewestLogFile(const std::string& dir) {
   std::string newest;
@@ -332,7 +318,28 @@ std::string NewestLogFile(const std::string& dir) {
 
 }  // namespace
 
+bool StoreSpace::ClaimFile(const std::string& path, uint64_t size) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return true;  // gone (a log file removed meanwhile)
+  if (static_cast<uint64_t>(st.st_blocks) * 512 + 4096 >= size) return true;
+  Claimed& c = claimed_[path];
+  if (c.dev != st.st_dev || c.ino != st.st_ino || st.st_blocks < c.blocks) c = {};
+  if (c.to >= size) return true;
+  const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return true;
+  const off_t from = static_cast<off_t>(c.to);
+  const bool done = fallocate(fd, FALLOC_FL_KEEP_SIZE, from, static_cast<off_t>(size) - from) == 0;
+  const bool ok = done || (errno != ENOSPC && errno != EDQUOT);
+  if (done && fstat(fd, &st) == 0) c = {st.st_dev, st.st_ino, size, st.st_blocks};
+  close(fd);
+  return ok;
+}
+
 bool StoreSpace::Claim() {
+  if (const uint64_t now = NowNs(); now >= next_full_claim_ns_) {
+    next_full_claim_ns_ = now + kFullClaimNs;
+    claimed_.clear();
+  }
   // Berkeley DB takes the blocks of these files without a system call that could fail: a page
   // of a region file is touched (a SIGBUS when it finds no room), a page of a database leaves
   // the cache long after the call that made it, the log is written at a commit. They are

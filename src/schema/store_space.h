@@ -13,10 +13,12 @@
 #pragma once
 
 #include <db.h>
+#include <sys/types.h>
 
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -72,6 +74,12 @@ class StoreSpace {
   // Free bytes for unprivileged users on the file system of `dir` (0 when unknown).
   static uint64_t FreeBytes(const std::string& dir);
 
+  // Allocates the blocks of [0, size) of `path` that are not yet (past its end if it is
+  // shorter). False when the file system has no room for them.
+  bool ClaimFile(const std::string& path, uint64_t size);
+  // Blocks may have been given back (a compaction): the next claims look at each file whole.
+  void ForgetClaims() { claimed_.clear(); }
+
  private:
   static constexpr uint64_t kRecheckNs = 50'000'000;
 
@@ -97,6 +105,20 @@ class StoreSpace {
   bool guarded_ = false;
   std::vector<Region> regions_;  // the environment's region files
   std::vector<DB*> dbs_;
+  // How far each file was claimed, so that a claim allocates only what the file grew by:
+  // fallocate over allocated blocks still costs time in proportion (per page on tmpfs). Known
+  // while the file is the same inode and holds at least the blocks it held then; all of it is
+  // claimed again every kFullClaimNs (a removal of blocks that a growth hid, by another session's
+  // compaction, say) and after this store's own compaction.
+  struct Claimed {
+    dev_t dev = 0;
+    ino_t ino = 0;
+    uint64_t to = 0;
+    blkcnt_t blocks = 0;
+  };
+  std::unordered_map<std::string, Claimed> claimed_;
+  uint64_t next_full_claim_ns_ = 0;
+  static constexpr uint64_t kFullClaimNs = 5'000'000'000;
   std::atomic<int> reserve_fd_{-1};  // the guard may give it back from a signal handler
   bool low_ = false;
   uint64_t budget_ = 0;     // bytes calls may add before the free space is looked at again
