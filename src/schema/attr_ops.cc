@@ -189,7 +189,7 @@ Result<bool> FileSystem::AtimeDue(Transaction& txn, FileId id) {
   return RelatimeDue(n.attr, Now());
 }
 
-std::vector<FileId> FileSystem::TakeFollowedLinks() { return internal::TakeFollowedLinks(*store_); }
+std::vector<FileId> FileSystem::TakeFollowedLinks() { return store_->TakeFollowedLinks(); }
 
 Status FileSystem::FUtimens(Transaction& txn, const Cred& c, FileId id, const timespec* times) {
   Ops ops(*store_);

@@ -162,7 +162,7 @@ Result<Transaction> FileSystem::Begin(Transaction* parent, TxnOptions options) {
   // A snapshot's reads are of a state that may already be past: none of them goes into the
   // read cache, whose values must be true until someone writes them.
   if (!parent) store_->BeginTopLevel(txn, options.cached && !snapshot, snapshot);
-  return Transaction(txn, parent, store_.get(), Store::WritesMade());
+  return Transaction(txn, parent, store_.get(), store_->WritesMade());
 }
 
 Status FileSystem::Run(Transaction* parent, TxnOptions options,

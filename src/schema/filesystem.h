@@ -175,7 +175,7 @@ class FileSystem {
   Result<bool> TouchAtime(Transaction& t, FileId id);
   // Whether an access now would write atime (TouchAtime's test alone, writing nothing).
   Result<bool> AtimeDue(Transaction& t, FileId id);
-  // The symbolic links this thread's path walks in this file system followed since it last
+  // The symbolic links that path walks in this file system followed since it was last
   // asked. Linux touches a followed link's access time (as TouchAtime) whatever becomes of the
   // call, so the caller touches them, in another transaction when the call's was aborted.
   std::vector<FileId> TakeFollowedLinks();

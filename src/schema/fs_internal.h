@@ -48,11 +48,6 @@ timespec Now();
 bool Permitted(const Node& n, const Cred& c, int mask);
 bool IsOwnerOrPrivileged(const Attr& a, const Cred& c);
 
-// Records that the calling thread's path walk followed symbolic link `id` of `store`, and takes
-// (and forgets) the links recorded for `store` (the others are forgotten too).
-void NoteFollowedLink(const Store& store, FileId id);
-std::vector<FileId> TakeFollowedLinks(const Store& store);
-
 // The stored ACL `name` (kAclAccessName or kAclDefaultName) of a file whose flags say it has
 // one: a missing or unreadable record is a damaged database (EUCLEAN), never an empty ACL.
 Result<Acl> LoadStoredAcl(Store& s, DB_TXN* t, FileId id, std::string_view name);

@@ -235,20 +235,7 @@ std::string JoinRest(const std::deque<std::string>& rest, bool trailing_slash) {
 
 constexpr int kMaxSymlinks = 40;
 
-thread_local std::vector<std::pair<const Store*, FileId>> t_followed;
-
 }  // namespace
-
-void NoteFollowedLink(const Store& store, FileId id) { t_followed.emplace_back(&store, id); }
-
-std::vector<FileId> TakeFollowedLinks(const Store& store) {
-  std::vector<FileId> ids;
-  for (const auto& [s, id] : t_followed) {
-    if (s == &store) ids.push_back(id);
-  }
-  t_followed.clear();
-  return ids;
-}
 
 // Long by design: the walk is one loop over a path's components whose state (the directory,
 // the links followed, what remains of the path) every step changes.
@@ -348,7 +335,7 @@ Result<Resolved> Ops::Resolve(DB_TXN* t, const Cred& c, std::string_view path, b
     }
     if (n->is_link() && (!last || follow || trailing)) {
       if (++links > kMaxSymlinks) return Status::Errno(ELOOP);
-      NoteFollowedLink(s_, n->id);
+      s_.NoteFollowedLink(n->id);
       std::string target(n->attr.size, '\0');
       AMINO_ASSIGN_OR_RETURN(std::optional<std::string> page,
                              s_.Get(s_.data(), t, PageKey(n->id, 0)));

@@ -440,18 +440,12 @@ Status Store::MayRead(DB* db, DB_TXN* txn) const {
   return Status::Ok();
 }
 
-namespace {
-std::atomic<uint64_t> g_writes{0};
-}  // namespace
-
 void Store::NoteDamage() { g_damage_seen.fetch_add(1, std::memory_order_relaxed); }
-
-uint64_t Store::WritesMade() { return g_writes.load(std::memory_order_relaxed); }
 
 Status Store::Put(DB* db, DB_TXN* txn, std::string_view key, std::string_view value,
                   uint32_t flags) {
   AMINO_RETURN_IF_ERROR(MayChange(txn));
-  g_writes.fetch_add(1, std::memory_order_relaxed);
+  ++writes_;
   NoteWrite(db, key);
   DBT k = Dbt(key);
   DBT v = Dbt(value);
@@ -462,7 +456,7 @@ Status Store::Put(DB* db, DB_TXN* txn, std::string_view key, std::string_view va
 
 Status Store::Del(DB* db, DB_TXN* txn, std::string_view key) {
   AMINO_RETURN_IF_ERROR(MayChange(txn));
-  g_writes.fetch_add(1, std::memory_order_relaxed);
+  ++writes_;
   NoteWrite(db, key);
   DBT k = Dbt(key);
   int ret = db->del(db, txn, &k, 0);
@@ -609,8 +603,10 @@ Result<bool> Cursor::NextDup() { return Get(DB_NEXT_DUP); }
 Status Cursor::Delete() {
   auto* store = static_cast<Store*>(dbc_->dbp->app_private);
   if (store) AMINO_RETURN_IF_ERROR(store->MayChange(dbc_->txn));
-  g_writes.fetch_add(1, std::memory_order_relaxed);
-  if (store) store->NoteWrite(dbc_->dbp, key_);
+  if (store) {
+    ++store->writes_;
+    store->NoteWrite(dbc_->dbp, key_);
+  }
   int ret = dbc_->del(dbc_, 0);
   return ret == 0 ? Status::Ok() : Fail(ret, "cursor del");
 }

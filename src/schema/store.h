@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "schema/open_holds.h"
 #include "schema/read_cache.h"
@@ -67,9 +69,13 @@ class Store {
   // Deletes one duplicate (key, value) of a sorted-duplicates database; ok if absent.
   Status DelDup(DB* db, DB_TXN* txn, std::string_view key, std::string_view value);
 
-  // How many writes (puts and deletes) every store of the process has made so far: a caller
-  // that compares it before and after an operation knows whether the operation changed anything.
-  static uint64_t WritesMade();
+  // How many writes (puts and deletes) this store has made so far: a caller that compares it
+  // before and after an operation knows whether the operation changed anything here.
+  uint64_t WritesMade() const { return writes_; }
+  // Symbolic links that path walks in this store followed (resolve.cc), until taken: Linux
+  // touches a followed link's access time whatever becomes of the call.
+  void NoteFollowedLink(FileId id) { followed_.push_back(id); }
+  std::vector<FileId> TakeFollowedLinks() { return std::exchange(followed_, {}); }
   // Says that damage was found (fsck's violations, a record that does not decode): the file
   // system is then not marked clean at close. Failures of Berkeley DB calls count already.
   static void NoteDamage();
@@ -156,6 +162,9 @@ class Store {
   DB_TXN* snapshot_txn_ = nullptr;  // the snapshot transaction under way (only reads)
   mutable bool snapshot_refused_ = false;
   std::string user_file_;  // DBDIR/amino.user.*, removed at a clean close
+  uint64_t writes_ = 0;
+  std::vector<FileId> followed_;
+  friend class Cursor;  // its deletes are writes too
 };
 
 // RAII cursor.

@@ -78,7 +78,7 @@ Status Transaction::Commit() {
 
 uint32_t Transaction::id() const { return txn_ ? txn_->id(txn_) : 0; }
 
-bool Transaction::wrote() const { return Store::WritesMade() != writes_at_begin_; }
+bool Transaction::wrote() const { return store_ && store_->WritesMade() != writes_at_begin_; }
 
 Status Transaction::CheckCachedReads() const {
   if (txn_ && !parent_ && store_ && !store_->CachedReadsHold(txn_)) {

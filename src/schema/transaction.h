@@ -76,7 +76,7 @@ class Transaction {
   DB_TXN* txn_ = nullptr;
   Transaction* parent_ = nullptr;
   Store* store_ = nullptr;
-  uint64_t writes_at_begin_ = 0;  // Store::WritesMade() when a top-level one began
+  uint64_t writes_at_begin_ = 0;  // store_->WritesMade() when it began
   struct HoldChange {
     FileId id;
     int delta;
