@@ -58,6 +58,8 @@
 
 namespace amino::monitor::service {
 
+struct PathExtras;  // path_call.h
+
 // Where one path argument of a call leads.
 struct Target {
   enum class Kind {
@@ -278,8 +280,9 @@ class MountHandler : public CallHandler, public TxnControl {
   // --- mount_paths.cc
   Decision PathCall(Thread& t, SyscallRegs& call);
   // A path call on descriptor `fd` itself (AT_EMPTY_PATH, futimens): `null_path` when its path
-  // argument (register `arg`) was NULL.
-  Decision PathCallOnDescriptor(Thread& t, SyscallRegs& call, int fd, bool null_path, int arg);
+  // argument (register `arg`) was NULL. `extras`: what the call copied besides its paths.
+  Decision PathCallOnDescriptor(Thread& t, SyscallRegs& call, int fd, bool null_path, int arg,
+                                const PathExtras& extras);
   // A path that is the /proc link of a served descriptor: readlink names the file, and calls
   // that follow it act on the file (`targets` changed). nullopt: the call goes on.
   std::optional<Decision> ThroughFdLinks(Thread& t, SyscallRegs& call, const SyscallInfo& info,
@@ -288,11 +291,12 @@ class MountHandler : public CallHandler, public TxnControl {
   // systems (EXDEV once each path passed the checks `pair_error(i)` makes: an errno, 0, or -1
   // for a lock held by another).
   Decision PathPair(Thread& t, SyscallRegs& call, Target* targets, int* args,
-                    const std::function<int(int)>& pair_error);
-  // Serves a path call whose targets are in a mount (path_call.h). `reruns`: how often a
-  // rename or link ran again after a path left the mount and came back into it.
+                    const PathExtras& extras, const std::function<int(int)>& pair_error);
+  // Serves a path call whose targets are in a mount (path_call.h), with the arguments besides
+  // its paths as the decoder read them. `reruns`: how often a rename or link ran again after a
+  // path left the mount and came back into it.
   Decision ServePath(Thread& t, SyscallRegs& call, Target* targets, int n, int* path_args,
-                     int reruns = 0);
+                     const PathExtras& extras, int reruns = 0);
 
   // --- mount_data.cc
   Decision ServeFd(Thread& t, SyscallRegs& call, ServedFile& f);

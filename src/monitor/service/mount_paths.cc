@@ -284,6 +284,7 @@ namespace {
 // A path call as read from the tracee, in the kernel's order: flags, what it copies before its
 // paths, the paths, then the stat calls' flags (which say whether they act on a descriptor).
 struct DecodedPathCall {
+  PathExtras extras;
   PathArg paths[2];
   int n = 0;
   bool on_descriptor = false;  // the call acts on paths[0].dirfd itself
@@ -296,9 +297,8 @@ std::optional<Decision> DecodePathCall(Thread& t, const SyscallInfo& info, Sysca
   std::array<uint64_t, 6> regs;
   for (int i = 0; i < 6; ++i) regs[static_cast<size_t>(i)] = call.arg(i);
   if (int err = calls::EarlyErrno(nr, regs)) return Decision::Emulate(-err);
-  PathExtras extras;
-  if (int err = ReadPathExtras(*t.proc, info, call, &extras)) return Decision::Emulate(-err);
-  if (extras.nothing_to_do) return Decision::Emulate(0);
+  if (int err = ReadPathExtras(*t.proc, info, call, &d->extras)) return Decision::Emulate(-err);
+  if (d->extras.nothing_to_do) return Decision::Emulate(0);
 
   PathArg* paths = d->paths;
   d->n = PathArgs(info, call, paths);
@@ -345,7 +345,7 @@ Decision ReadlinkServedFd(Thread& t, const SyscallRegs& call, const std::string&
 }  // namespace
 
 Decision MountHandler::PathCallOnDescriptor(Thread& t, SyscallRegs& call, int fd, bool null_path,
-                                            int arg) {
+                                            int arg, const PathExtras& extras) {
   // The descriptor itself: the kernel's unless it is served (it reports EBADF too) or a host
   // file the monitor holds for the tracee (a notified substitute open).
   std::shared_ptr<ServedFile> f = ServedOf(t, fd);
@@ -358,7 +358,7 @@ Decision MountHandler::PathCallOnDescriptor(Thread& t, SyscallRegs& call, int fd
   target.kind = Target::Kind::kFile;
   target.file = f;
   target.mfs = f->mfs;
-  return ServePath(t, call, &target, 1, &arg);
+  return ServePath(t, call, &target, 1, &arg, extras);
 }
 
 std::optional<Decision> MountHandler::ThroughFdLinks(Thread& t, SyscallRegs& call,
@@ -389,6 +389,7 @@ std::optional<Decision> MountHandler::ThroughFdLinks(Thread& t, SyscallRegs& cal
 }
 
 Decision MountHandler::PathPair(Thread& t, SyscallRegs& call, Target* targets, int* args,
+                                const PathExtras& extras,
                                 const std::function<int(int)>& pair_error) {
   auto on_host = [](const Target& x) {
     return x.kind == Target::Kind::kHost || x.kind == Target::Kind::kSubstitute;
@@ -417,7 +418,7 @@ Decision MountHandler::PathPair(Thread& t, SyscallRegs& call, Target* targets, i
     }
     return Decision::Emulate(-EXDEV);
   }
-  return ServePath(t, call, targets, 2, args);
+  return ServePath(t, call, targets, 2, args, extras);
 }
 
 Decision MountHandler::PathCall(Thread& t, SyscallRegs& call) {
@@ -429,7 +430,8 @@ Decision MountHandler::PathCall(Thread& t, SyscallRegs& call) {
   PathArg* paths = decoded.paths;
   const int n = decoded.n;
   if (decoded.on_descriptor) {
-    return PathCallOnDescriptor(t, call, paths[0].dirfd, paths[0].null, paths[0].arg);
+    return PathCallOnDescriptor(t, call, paths[0].dirfd, paths[0].null, paths[0].arg,
+                                decoded.extras);
   }
 
   Target targets[2];
@@ -501,20 +503,20 @@ Decision MountHandler::PathCall(Thread& t, SyscallRegs& call) {
       return host_.OnEntry(t, call);
     }
   }
-  if (n == 2) return PathPair(t, call, targets, args, pair_error);
+  if (n == 2) return PathPair(t, call, targets, args, decoded.extras, pair_error);
   switch (targets[0].kind) {
     case Target::Kind::kHost:
       return Decision::Pass();
     case Target::Kind::kSubstitute:
       return Substitute(t, call, args[0], targets[0].path);
     default:
-      return ServePath(t, call, targets, n, args);
+      return ServePath(t, call, targets, n, args, decoded.extras);
   }
 }
 
 Decision MountHandler::ServePath(Thread& t, SyscallRegs& call, Target* targets, int n,
-                                 int* path_args, int reruns) {
-  return ServedPathCall(*this, t, call, targets, n, path_args, reruns).Serve();
+                                 int* path_args, const PathExtras& extras, int reruns) {
+  return ServedPathCall(*this, t, call, targets, n, path_args, extras, reruns).Serve();
 }
 
 }  // namespace amino::monitor::service

@@ -3,7 +3,8 @@
 namespace amino::monitor::service {
 
 ServedPathCall::ServedPathCall(MountHandler& handler, Thread& thread, SyscallRegs& regs,
-                               Target* call_targets, int count, int* args, int rerun_count)
+                               Target* call_targets, int count, int* args, const PathExtras& extras,
+                               int rerun_count)
     : h(handler),
       t(thread),
       call(regs),
@@ -16,16 +17,14 @@ ServedPathCall::ServedPathCall(MountHandler& handler, Thread& thread, SyscallReg
       a2(regs.arg(2)),
       a3(regs.arg(3)),
       a4(regs.arg(4)),
+      x(extras),
       target(call_targets[0]),
       arg(args[0]),
       on_file(call_targets[0].kind == Target::Kind::kFile),
       file(call_targets[0].file.get()),
-      cred(handler.CredOf(thread)) {
-  extras_error = ReadPathExtras(*t.proc, *FindSyscall(nr), call, &x);
-}
+      cred(handler.CredOf(thread)) {}
 
 Decision ServedPathCall::Serve() {
-  if (extras_error) return Decision::Emulate(-extras_error);
   switch (FamilyOf(nr)) {
     case Family::kStat:
       return Stats();

@@ -49,10 +49,11 @@ long CopyOut(Thread& t, uint64_t addr, const T& v, long r = 0) {
 class ServedPathCall {
  public:
   // `targets` (n of them, with their argument registers `path_args`) are served ones, or the
-  // first is a descriptor's file. `reruns`: how often a rename or link was run again after a
-  // path left the mount and came back into it.
+  // first is a descriptor's file; `extras` what the call copied besides its paths, read and
+  // checked once, before the paths (ReadPathExtras). `reruns`: how often a rename or link was
+  // run again after a path left the mount and came back into it.
   ServedPathCall(MountHandler& h, Thread& t, SyscallRegs& call, Target* targets, int n,
-                 int* path_args, int reruns);
+                 int* path_args, const PathExtras& extras, int reruns);
   Decision Serve();
 
  private:
@@ -93,8 +94,7 @@ class ServedPathCall {
   int reruns;
   const long nr;
   const uint64_t a1, a2, a3, a4;
-  PathExtras x;
-  int extras_error = 0;
+  const PathExtras& x;
   Target& target;
   const int arg;
   const bool on_file;

@@ -236,7 +236,7 @@ Decision ServedPathCall::Pair() {
       !on_host(targets[0]) && !on_host(targets[1]) && targets[0].mfs == targets[1].mfs;
   if (!moved || !same || reruns >= mounts::kMaxEscapes) return Decision::Emulate(-EXDEV);
   // Both lead into one mount again (a link to the mount's own host path, say).
-  return h.ServePath(t, call, targets, n, path_args, reruns + 1);
+  return h.ServePath(t, call, targets, n, path_args, x, reruns + 1);
 }
 
 }  // namespace amino::monitor::service
