@@ -10,6 +10,8 @@ std::string Status::message() const {
       return "ok";
     case Kind::kErrno:
       return std::strerror(err_);
+    case Kind::kEscape:
+      return "left the file system at " + msg_;
     case Kind::kConflict:
       return "transaction conflict: " + msg_;
     case Kind::kStorage:

@@ -17,6 +17,8 @@ class [[nodiscard]] Status {
     kErrno,     // the file-system call fails with errno(); nothing changed
     kConflict,  // lock conflict or deadlock victim: abort the transaction and retry it
     kStorage,   // the database failed (I/O error, corruption, needs recovery)
+    kEscape,    // path resolution left the file system at escaped_path(); error() is EXDEV,
+                // what the call reports if nobody follows the path on
   };
 
   Status() = default;
@@ -28,25 +30,27 @@ class [[nodiscard]] Status {
   static Status Storage(int err, std::string msg) {
     return Status(Kind::kStorage, err, std::move(msg));
   }
-  // Path resolution left the file system: EXDEV, carrying the path to continue with (absolute:
-  // a host path; relative: relative to the directory the file system is mounted on).
-  static Status Escape(std::string path) { return Status(Kind::kErrno, EXDEV, std::move(path)); }
+  // Path resolution left the file system, carrying the path to continue with (absolute: a host
+  // path; relative: relative to the directory the file system is mounted on).
+  static Status Escape(std::string path) { return Status(Kind::kEscape, EXDEV, std::move(path)); }
 
   bool ok() const { return kind_ == Kind::kOk; }
   Kind kind() const { return kind_; }
   bool is_conflict() const { return kind_ == Kind::kConflict; }
   bool is_storage() const { return kind_ == Kind::kStorage; }
+  bool is_escape() const { return kind_ == Kind::kEscape; }
   // The errno a system call reports for this status (EIO for storage failures).
   int error() const { return err_; }
   std::string message() const;
-  // Set when error() == EXDEV came from an escape (see Escape()).
-  const std::string& escaped_path() const { return msg_; }
+  // Where an escape left the file system (see Escape()); empty for any other status.
+  const std::string& escaped_path() const { return is_escape() ? msg_ : kNoPath; }
 
  private:
   Status(Kind kind, int err, std::string msg) : kind_(kind), err_(err), msg_(std::move(msg)) {}
   Kind kind_ = Kind::kOk;
   int err_ = 0;
   std::string msg_;
+  static inline const std::string kNoPath;
 };
 
 template <typename T>

@@ -8,7 +8,7 @@
 // directory reaches; a name longer than NAME_MAX is ENAMETOOLONG when the walk reaches it.
 // Symbolic links stored here are followed (40 at most, then
 // ELOOP). A resolution that leaves the file system (an absolute link target, or ".." at the root,
-// as on a real mount) ends with Status::Escape: error EXDEV with escaped_path() set for the
+// as on a real mount) ends with Status::Escape (error EXDEV, escaped_path() the way on) for the
 // monitor to continue on the host.
 //
 // Modes passed to mknod/mkdir/open are the ones the caller asked for; `umask` is the caller's and

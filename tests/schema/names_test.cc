@@ -191,9 +191,11 @@ TEST_F(NamesTest, LinksOutOfTheFileSystemEscape) {
   ASSERT_TRUE(root().Symlink("../../up", "/d/rel").ok());
   Result<Stat> st = root().GetStat("/d/abs/passwd");
   ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.status().error(), EXDEV);
+  EXPECT_TRUE(st.status().is_escape());
+  EXPECT_EQ(st.status().error(), EXDEV);  // what a call reports unless the walk goes on
   EXPECT_EQ(st.status().escaped_path(), "/etc/passwd");
   Status s = root().Open("/d/abs", O_RDONLY).status();
+  EXPECT_TRUE(s.is_escape());
   EXPECT_EQ(s.error(), EXDEV);
   EXPECT_EQ(s.escaped_path(), "/etc");
   // ".." above the root through a link: relative to the directory the mount is on.
@@ -203,6 +205,9 @@ TEST_F(NamesTest, LinksOutOfTheFileSystemEscape) {
   EXPECT_EQ(st.status().escaped_path(), "../up/x");
   // Not following the final link does not escape.
   EXPECT_TRUE(root().LStat("/d/abs").ok());
+  // A plain EXDEV is no escape: it has no way on.
+  EXPECT_FALSE(Status::Errno(EXDEV).is_escape());
+  EXPECT_EQ(Status::Errno(EXDEV).escaped_path(), "");
   EXPECT_EQ(*root().Readlink("/d/abs"), "/etc");
 }
 

@@ -300,7 +300,7 @@ class PathResolverKernelTest : public ::testing::Test {
       Status st;
       std::string out = amino(*fs_by_mount_.at(c.mount), c.path, &st);
       if (st.ok()) return out;
-      if (st.error() == EXDEV && !st.escaped_path().empty()) {
+      if (st.is_escape()) {
         if (hops >= 2 * kMaxEscapes) return Errno(ELOOP);
         ++escapes_;
         walked = st.escaped_path();

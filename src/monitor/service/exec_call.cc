@@ -28,8 +28,6 @@ constexpr size_t kMaxArgs = 1 << 21;       // far above what ARG_MAX lets throug
 constexpr uint64_t kMaxCopy = 1ull << 32;  // the largest file copied for exec
 constexpr uint64_t kPage = 4096;
 
-bool IsEscape(const Status& st) { return st.error() == EXDEV && !st.escaped_path().empty(); }
-
 // The last component of `path`, as the kernel names a process after the file it runs.
 std::string BaseName(const std::string& path) {
   std::string base = path.substr(path.find_last_of('/') + 1);
@@ -281,7 +279,7 @@ std::optional<Decision> ExecCall::ReadStored(int depth) {
     if (!st.ok()) {
       // Left the mount: followed below, as the kernel would go on (never a substitute of the
       // call's path argument, which an interpreter is not).
-      if (IsEscape(st.status())) {
+      if (st.status().is_escape()) {
         escaped = st.status().escaped_path();
         return Status::Ok();
       }

@@ -400,8 +400,7 @@ Decision MountHandler::RunOnTargetOr(Target& target, const PathBody& body, const
     if (target.kind != Target::Kind::kServed || !target.mfs) return Decision::Emulate(-EBADF);
     MountFs& m = *target.mfs;
     CallOutcome o = RunCall(m, [&](schema::Transaction& txn) { return body(m, txn, target.path); });
-    const bool escaped = o.kind == CallOutcome::Kind::kDone && !o.status.ok() &&
-                         o.status.error() == EXDEV && !o.status.escaped_path().empty();
+    const bool escaped = o.kind == CallOutcome::Kind::kDone && o.status.is_escape();
     if (!escaped) return Outcome(o, done);
     // A link or ".." left the mount: the rest of the walk continues from there.
     if (hops == mounts::kMaxEscapes) return Decision::Emulate(-ELOOP);

@@ -26,10 +26,7 @@ namespace {
 
 // A name that left the mount on the way to the second path of a rename or link: the two files
 // are on different file systems.
-Status NoEscape(Status st) {
-  if (!st.ok() && st.error() == EXDEV) return Status::Errno(EXDEV);
-  return st;
-}
+Status NoEscape(Status st) { return st.is_escape() ? Status::Errno(EXDEV) : st; }
 
 // RENAME_WHITEOUT, after the rename: the old name becomes a whiteout (a character device 0:0
 // without permission bits, the caller's, as overlay file systems use them). Linux lets any
@@ -149,7 +146,7 @@ Decision ServedPathCall::Pair() {
   Target& second = targets[1];
   bool escaped = false;
   auto no_escape = [&](Status st) {
-    if (!st.ok() && st.error() == EXDEV && !st.escaped_path().empty()) escaped = true;
+    if (st.is_escape()) escaped = true;
     return NoEscape(std::move(st));
   };
   Decision d;
@@ -207,7 +204,7 @@ Decision ServedPathCall::Pair() {
       std::string out;
       CallOutcome o = h.RunCall(*x.mfs, [&](schema::Transaction& txn) {
         auto st = x.mfs->fs->GetStat(txn, cred, dir, true);
-        if (!st.ok() && st.status().error() == EXDEV) out = st.status().escaped_path();
+        out = st.status().escaped_path();
         return Status::Ok();
       });
       if (o.kind == CallOutcome::Kind::kConflict) return h.Conflict();
