@@ -23,6 +23,10 @@ using namespace store_files;
 
 namespace {
 
+// A checkpoint is taken once this much log (KiB) was written since the last one
+// (NoteTopLevelCommit says why).
+constexpr uint32_t kCheckpointKbytes = 64 * 1024;
+
 // Berkeley DB reports details through a callback; keep the last one per thread so a Status can
 // carry it.
 thread_local std::string last_db_message;
@@ -194,6 +198,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, const Options
   if (ret == EACCES || ret == EPERM) return PermissionDenied(dir, dir + ": open environment", ret);
   if (ret != 0) return Fail(ret, dir + ": open environment");
   s->holds_ = std::make_unique<OpenHolds>(env);
+  s->checkpointer_ = std::make_unique<Checkpointer>(env, kCheckpointKbytes);
   auto cache = ReadCache::Open(dir);
   if (!cache.ok()) return cache.status();
   s->cache_ = std::move(*cache);
@@ -266,6 +271,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, const Options
 }
 
 Store::~Store() {
+  checkpointer_.reset();
   bool clean = false;
   if (env_) {
     // A file still held open here is released below; if it has no name left it stays an
@@ -494,7 +500,8 @@ Status Store::Checkpoint() {
 }
 
 void Store::NoteTopLevelCommit() {
-  // A checkpoint only when 64 MiB of log accumulated; asked every 256 commits to keep it cheap.
+  // A checkpoint only when 64 MiB of log accumulated; asked every 256 commits to keep it cheap,
+  // and taken by a thread of its own where there is a CPU for it (checkpointer.h).
   // A checkpoint writes (and checksums) every dirty page, so its cost is the cache's dirty
   // working set: rarer checkpoints write a hot page once for many commits. Recovery replays at
   // most that much log.
@@ -503,7 +510,7 @@ void Store::NoteTopLevelCommit() {
   if (commits_since_checkpoint_.fetch_add(1, std::memory_order_relaxed) % 256 == 255 ||
       added_ - added_at_checkpoint_ > (16u << 20)) {
     added_at_checkpoint_ = added_;
-    env_->txn_checkpoint(env_, 64 * 1024, 0, 0);
+    checkpointer_->Ask();
   }
 }
 

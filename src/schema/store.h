@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "schema/checkpointer.h"
 #include "schema/open_holds.h"
 #include "schema/read_cache.h"
 #include "schema/records.h"
@@ -140,6 +141,7 @@ class Store {
   bool clean_start_ = false;
   uint64_t damage_at_open_ = 0;
   std::atomic<uint32_t> commits_since_checkpoint_{0};
+  std::unique_ptr<Checkpointer> checkpointer_;  // stopped first when the store closes
   std::unique_ptr<OpenHolds> holds_;
   std::unique_ptr<StoreSpace> space_;
   uint64_t added_ = 0;  // bytes calls added (Room), for the checkpoint's timing
