@@ -127,6 +127,7 @@ class Tracer {
   std::vector<std::pair<pid_t, int>> batch_;  // stops collected by one round of waitpid
   ptrace_ext::NotifyListener listener_;
   bool sync_wake_up_ = false;
+  bool colocation_ = false;  // the monitor may use several CPUs (ptrace-ext/cpu_colocation.h)
   std::set<pid_t> warned_foreign_;  // processes told that a foreign call was refused
 };
 

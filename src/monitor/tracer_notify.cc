@@ -15,6 +15,7 @@
 #include "monitor/pending_signals.h"
 #include "monitor/tracee_memory.h"
 #include "monitor/tracer.h"
+#include "ptrace-ext/cpu_colocation.h"
 #include "ptrace-ext/ptrace.h"
 
 namespace amino::monitor {
@@ -93,6 +94,7 @@ bool Tracer::TakeListener(pid_t pid) {
   }
   listener_.Reset(fd);
   sync_wake_up_ = listener_.SetSyncWakeUp();
+  colocation_ = ptrace_ext::CpuColocation::Worthwhile();
   return true;
 }
 
@@ -159,6 +161,8 @@ void Tracer::OnNotification() {
   if (!listener_.Next(&n)) return;  // the caller died meanwhile
   stats_.Count(StopKind::kNotification);
   stats_.CountCall(n.data.nr);
+  // With one thread in the tree, nobody can see the caller's CPUs narrowed for an install.
+  listener_.set_colocate(colocation_ && table_.size() == 1);
   Thread* t = table_.Find(n.tid);
   if (!t || !t->proc) {
     listener_.Continue(n.id);  // not a task of the tree as the monitor knows it

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <string>
 
+#include "ptrace-ext/cpu_colocation.h"
+
 namespace amino::ptrace_ext {
 namespace {
 
@@ -39,6 +41,8 @@ bool NotifyListener::Receive(Notification* n) {
   n->id = req.id;
   n->tid = static_cast<pid_t>(req.pid);
   n->data = req.data;
+  received_id_ = req.id;
+  received_tid_ = n->tid;
   return true;
 }
 
@@ -75,6 +79,20 @@ long NotifyListener::ReplyWithFd(uint64_t id, int fd, bool cloexec, int at) {
   const __u32 setfd = at >= 0 ? SECCOMP_ADDFD_FLAG_SETFD : 0;
   add.newfd = at >= 0 ? static_cast<__u32>(at) : 0;
   add.flags = setfd;
+  // The call received last is nearly always the one answered (a call the monitor parked and
+  // answers later is not worth a lookup).
+  if (colocate_ && id == received_id_) {
+    // Installed, then answered once the caller has its CPUs back: an answer sent with the
+    // install would let it run, fork or look at its CPUs before they are given back.
+    long r;
+    {
+      CpuColocation together(received_tid_);
+      r = ioctl(fd_, SECCOMP_IOCTL_NOTIF_ADDFD, &add);
+      if (r < 0) r = -errno;
+    }
+    if (r < 0) return r;
+    return Reply(id, r) ? r : -errno;
+  }
   if (addfd_send_) {
     add.flags = SECCOMP_ADDFD_FLAG_SEND | setfd;
     long r = ioctl(fd_, SECCOMP_IOCTL_NOTIF_ADDFD, &add);

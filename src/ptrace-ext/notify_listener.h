@@ -37,6 +37,10 @@ class NotifyListener {
   // (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, Linux 6.6): a notified call then costs no cross-CPU
   // wake-up. False where the kernel lacks it.
   bool SetSyncWakeUp();
+  // Whether ReplyWithFd keeps the caller of the call received last and the monitor on one CPU
+  // while it installs the descriptor (cpu_colocation.h). Only where no other task could see
+  // the caller's CPUs narrowed meanwhile.
+  void set_colocate(bool on) { colocate_ = on; }
 
   // Takes the next queued call; false if none could be taken (the caller died meanwhile: ENOENT
   // or EINTR) — poll again.
@@ -61,6 +65,9 @@ class NotifyListener {
   int fd_ = -1;
   int stop_fd_ = -1;
   bool addfd_send_ = true;  // SECCOMP_ADDFD_FLAG_SEND works (Linux 5.14)
+  bool colocate_ = false;
+  uint64_t received_id_ = 0;  // the call Receive took last, and its thread
+  pid_t received_tid_ = 0;
   std::deque<Notification> deferred_;
 };
 

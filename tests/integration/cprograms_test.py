@@ -1,7 +1,8 @@
 """C programs under `amino run`: redirections made with dup2, fork and exec; a descriptor passed
 over a UNIX socket (SCM_RIGHTS) to a child; what descriptors and open file descriptions share
 (offsets, flags, locks, mappings); eight threads writing one file with pwrite; FIFOs and device
-nodes made in the scratch directory, opened by several processes."""
+nodes made in the scratch directory, opened by several processes; a thread's CPUs as another
+thread sees them while it opens files."""
 
 import os
 
@@ -44,6 +45,11 @@ class CProgramsTest(ittest.ScenarioTest):
 
     def test_threads_pwrite_disjoint_regions(self):
         self.check([program("threads_io")], expect_status=0)
+
+    def test_cpus_of_a_thread_while_another_opens(self):
+        # The monitor keeps a caller on its own CPU while it installs a descriptor: no thread
+        # of the program may see that, and the program's own pinning stands.
+        self.check([program("affinity_watch")], expect_status=0)
 
     def test_threads_pwrite_repeated(self):
         # Interleavings vary from run to run; the result must not.
