@@ -34,6 +34,11 @@ struct Decision {
   // (locks, pipes, FIFOs: EINTR without SA_RESTART). A wait the kernel would not have (another
   // transaction's lock, a log flush) is invisible: the call runs again after the handler.
   bool interruptible = true;
+  // kPark: the wait is for a lock (another transaction's, a file lock). It may end when the
+  // handler's Releases() grows, or when a holder in another process lets go: the call is tried
+  // again then, and otherwise at pauses that grow while the wait lasts. Other waits (a pipe,
+  // a FIFO's peer, a log flush) are tried again every 200 µs.
+  bool lock_wait = false;
 
   static Decision Pass() { return {}; }
   static Decision Emulate(long result) { return {Kind::kEmulate, result}; }
@@ -41,6 +46,7 @@ struct Decision {
   static Decision Restart() { return {Kind::kRestart, 0}; }
   static Decision Park() { return {Kind::kPark, 0}; }
   static Decision ParkInvisibly() { return {Kind::kPark, 0, false}; }
+  static Decision ParkForLock(bool interruptible) { return {Kind::kPark, 0, interruptible, true}; }
   static Decision Replied() { return {Kind::kReplied, 0}; }
 };
 
@@ -75,6 +81,9 @@ class CallHandler {
   }
   // Whether the handler performs calls itself (instead of only letting them through).
   virtual bool Emulates() const { return false; }
+  // A count that grows whenever a lock that calls parked by Decision::ParkForLock may wait for
+  // was released within this monitor (an application transaction ended, a file lock went).
+  virtual uint64_t Releases() const { return 0; }
   // At the exit of a call for which OnEntry returned kObserveExit; `call` holds the result.
   virtual void OnExit(Thread& t, SyscallRegs& call) { (void)t, (void)call; }
   // After exec replaced a process's image (close-on-exec descriptors are gone).

@@ -1,6 +1,7 @@
 #include "monitor/pending_signals.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -28,7 +29,10 @@ bool SignalPending(pid_t tid) {
   if (n <= 0) return false;
   buf[n] = '\0';
   const uint64_t pending = Mask(buf, "\nSigPnd:") | Mask(buf, "\nShdPnd:");
-  return (pending & ~Mask(buf, "\nSigBlk:")) != 0;
+  auto bit = [](int sig) { return uint64_t{1} << (sig - 1); };
+  const uint64_t ignored_by_default = bit(SIGCHLD) | bit(SIGURG) | bit(SIGWINCH) | bit(SIGCONT);
+  const uint64_t ignored = Mask(buf, "\nSigIgn:") | (ignored_by_default & ~Mask(buf, "\nSigCgt:"));
+  return (pending & ~Mask(buf, "\nSigBlk:") & ~ignored) != 0;
 }
 
 }  // namespace amino::monitor

@@ -14,7 +14,9 @@ constexpr long kERestartSys = 512;
 constexpr long kERestartNoIntr = 513;
 
 // True when /proc/TID/status shows a pending (thread or process) signal the thread does not
-// block. False if the thread is gone.
+// block and does not ignore: ignored by SIG_IGN, or by default (SIGCHLD, SIGURG, SIGWINCH,
+// SIGCONT) while no handler catches it. A traced thread's ignored signals are queued for the
+// tracer, but natively they never end a wait. False if the thread is gone.
 bool SignalPending(pid_t tid);
 
 }  // namespace amino::monitor

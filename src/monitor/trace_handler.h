@@ -32,6 +32,7 @@ class TraceHandler : public CallHandler {
   // Every call's result is printed, so every call stops at its exit.
   bool NeedsStop(long) const override { return true; }
   bool Emulates() const override { return inner_->Emulates(); }
+  uint64_t Releases() const override { return inner_->Releases(); }
   void SetListener(ptrace_ext::NotifyListener* listener) override { inner_->SetListener(listener); }
   void SetExitSink(std::function<void(pid_t, int)> sink) override { inner_->SetExitSink(sink); }
   void SetProcessTable(ProcessTable* table) override { inner_->SetProcessTable(table); }

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -141,11 +142,14 @@ void Tracer::WaitLoop() {
     int status;
     pid_t tid = waitpid(-1, &status, __WALL | (parked_.empty() ? 0 : WNOHANG));
     if (tid == 0) {
-      // Only parked threads remain runnable from our side: retry them shortly.
-      struct timespec pause {
-        0, 200000
-      };
-      nanosleep(&pause, nullptr);
+      // Only parked threads remain runnable from our side: retry them when one may go on,
+      // looking for stops again at least every 200 µs.
+      const int64_t wait =
+          std::min<int64_t>(parked_.WaitNs(NowNs(), handler_.Releases()), ParkedCalls::kPauseNs);
+      if (wait > 0) {
+        const timespec pause{0, static_cast<long>(wait)};
+        nanosleep(&pause, nullptr);
+      }
       RetryParked();
       continue;
     }
@@ -403,7 +407,7 @@ void Tracer::Dispatch(Thread& t, SyscallRegs& call, bool seccomp) {
       return;
     case Decision::Kind::kPark:
       t.parked_seccomp = seccomp;
-      parked_.push_back({t.tid, false, {}, d.interruptible});
+      Park(t, d, false, {});
       return;
     case Decision::Kind::kReplied:
       std::fprintf(stderr, "amino run: internal error: a stopped call answered as notified\n");
@@ -429,15 +433,26 @@ void Tracer::Interrupt(Thread& t, SyscallRegs& call, bool seccomp, bool interrup
   Resume(t);
 }
 
+void Tracer::Park(const Thread& t, const Decision& d, bool notified, const SyscallRegs& call) {
+  ParkedCall p;
+  p.tid = t.tid;
+  p.notified = notified;
+  p.call = call;
+  p.interruptible = d.interruptible;
+  p.lock_wait = d.lock_wait;
+  parked_.Park(p, NowNs(), handler_.Releases());
+}
+
 void Tracer::RetryParked() {
-  std::vector<Parked> parked;
-  parked.swap(parked_);
-  for (Parked& p : parked) {
+  std::vector<ParkedCall> ready = parked_.TakeReady(NowNs(), handler_.Releases());
+  for (ParkedCall& p : ready) {
     Thread* t = table_.Find(p.tid);
     if (!t) continue;
+    // A signal is looked for (in /proc, which is dear) when the wait's pause ran out; a call
+    // tried for a release that succeeds takes the signal after it, as it could natively.
     if (p.notified) {
       if (!listener_.Pending(p.call.notification_id)) continue;  // killed meanwhile
-      if (SignalPending(p.tid)) {
+      if (p.due && SignalPending(p.tid)) {
         // An interruptible wait ends as the kernel's: its ERESTARTSYS is left to the handler.
         if (p.interruptible) {
           NoteLetRun(*t, p.call);
@@ -452,12 +467,13 @@ void Tracer::RetryParked() {
     }
     SyscallRegs call;
     if (Ptrace(PTRACE_GETREGS, p.tid, 0, &call.regs) != 0) continue;
-    if (SignalPending(p.tid)) {
+    if (p.due && SignalPending(p.tid)) {
       Interrupt(*t, call, t->parked_seccomp, p.interruptible);
       continue;
     }
     Dispatch(*t, call, t->parked_seccomp);
   }
+  parked_.EndRetries();
 }
 
 void Tracer::OnNewTask(Thread& parent, int event) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "monitor/call_handler.h"
+#include "monitor/parked_calls.h"
 #include "monitor/process_table.h"
 #include "monitor/stats.h"
 #include "ptrace-ext/features.h"
@@ -107,12 +108,8 @@ class Tracer {
   // is restarted after the handler even without SA_RESTART.
   void RestartUnseenCall(Thread& t);
 
-  struct Parked {
-    pid_t tid;
-    bool notified;       // waits on the listener, not in a ptrace stop
-    SyscallRegs call;    // the notified call, to hand to the handler again
-    bool interruptible;  // a signal ends the wait (Decision::interruptible)
-  };
+  // A call the handler parked (`notified`: it waits on the listener, with `call`).
+  void Park(const Thread& t, const Decision& d, bool notified, const SyscallRegs& call);
 
   TracerOptions options_;
   CallHandler& handler_;
@@ -123,7 +120,7 @@ class Tracer {
   int root_status_ = -1;
   std::set<long> trapped_;                    // the calls handed to the handler
   std::set<long> notified_;                   // those the filter hands over by notification
-  std::vector<Parked> parked_;                // threads whose call waits for a lock
+  ParkedCalls parked_;                        // threads whose call waits (a lock, a pipe)
   std::vector<std::pair<pid_t, int>> batch_;  // stops collected by one round of waitpid
   ptrace_ext::NotifyListener listener_;
   bool sync_wake_up_ = false;

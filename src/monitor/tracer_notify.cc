@@ -114,10 +114,11 @@ void Tracer::PollLoop() {
   while (alive) {
     ForwardPendingSignals();
     pollfd pf[2] = {{sfd, POLLIN, 0}, {listening ? listener_.fd() : -1, POLLIN, 0}};
-    // Parked calls are retried every 200 µs; otherwise sleep until something happens.
-    const timespec retry{0, 200000};
-    const timespec now{0, 0};
-    int r = ppoll(pf, 2, listener_.deferred() ? &now : parked_.empty() ? nullptr : &retry, nullptr);
+    // Sleep until something happens, or until a parked call is to be tried again.
+    const int64_t wait = listener_.deferred() ? 0 : parked_.WaitNs(NowNs(), handler_.Releases());
+    const timespec until{static_cast<time_t>(wait / 1000000000),
+                         static_cast<long>(wait % 1000000000)};
+    int r = ppoll(pf, 2, wait < 0 ? nullptr : &until, nullptr);
     if (r < 0) {
       if (errno == EINTR) continue;
       std::fprintf(stderr, "amino run: poll: %s\n", std::strerror(errno));
@@ -201,7 +202,7 @@ void Tracer::DispatchNotified(Thread& t, SyscallRegs& call) {
     case Decision::Kind::kReplied:
       return;
     case Decision::Kind::kPark:
-      parked_.push_back({t.tid, true, call, d.interruptible});
+      Park(t, d, true, call);
       return;
     case Decision::Kind::kObserveExit:
     case Decision::Kind::kRestart:

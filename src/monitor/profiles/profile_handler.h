@@ -49,6 +49,7 @@ class ProfileHandler : public CallHandler {
     return inner_->OnForeignCall(t, call);
   }
   bool Emulates() const override { return inner_->Emulates(); }
+  uint64_t Releases() const override { return inner_->Releases(); }
   std::vector<long> ExtraTrapped() const override { return inner_->ExtraTrapped(); }
   std::vector<std::string> CoveredPoints() const override { return inner_->CoveredPoints(); }
   void SetExitSink(std::function<void(pid_t, int)> sink) override { inner_->SetExitSink(sink); }

@@ -211,7 +211,7 @@ Decision RecordLock(FdCall& c, SyscallRegs& call) {
   fl.l_whence = SEEK_SET;
   fl.l_start = start;
   LockOutcome o = FcntlLock(c.served(static_cast<int>(call.arg(0))), c.t.proc->tgid, cmd, &fl);
-  if (o.wait) return Decision::Park();
+  if (o.wait) return Decision::ParkForLock(true);
   if (o.result < 0 || !get) return Emulate(o.result);
   struct flock out = orig;
   if (fl.l_type == F_UNLCK) {

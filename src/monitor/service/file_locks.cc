@@ -30,6 +30,9 @@ class LockTable {
   void ReleaseProcess(pid_t tgid, const ServedFile* file);
   void ReleaseDescription(const ServedFile* desc);
   void Sweep();
+  // Grows with every change that may have let go of a lock (a set, which may unlock or
+  // downgrade; a description of the lock file closed).
+  uint64_t releases() const { return releases_; }
 
  private:
   using FileKey = std::tuple<const MountFs*, schema::FileId>;
@@ -44,6 +47,7 @@ class LockTable {
 
   std::map<FileKey, std::map<pid_t, int>> posix_;
   std::map<const ServedFile*, DescLock> by_desc_;
+  uint64_t releases_ = 0;
 };
 
 int LockTable::OpenLockFile(const MountFs& m, schema::FileId id) {
@@ -81,6 +85,7 @@ int LockTable::DescriptionFd(const std::shared_ptr<ServedFile>& desc) {
   if (it != by_desc_.end()) {
     if (it->second.desc.lock() == desc) return it->second.fd;
     close(it->second.fd);  // a description gone whose address was reused
+    ++releases_;
     by_desc_.erase(it);
   }
   int fd = OpenLockFile(*desc->mfs, desc->id);
@@ -132,6 +137,7 @@ LockOutcome LockTable::Fcntl(const std::shared_ptr<ServedFile>& desc, pid_t tgid
       return {-err, false};
     }
     if (get) *fl = hl;
+    if (!get) ++releases_;
     return {0, false};
   }
   const FileKey key{desc->mfs, desc->id};
@@ -147,7 +153,10 @@ LockOutcome LockTable::Fcntl(const std::shared_ptr<ServedFile>& desc, pid_t tgid
   if (fd < 0) return {fd, false};
   struct flock hl = *fl;
   hl.l_pid = 0;
-  if (fcntl(fd, F_OFD_SETLK, &hl) == 0) return {0, false};
+  if (fcntl(fd, F_OFD_SETLK, &hl) == 0) {
+    ++releases_;
+    return {0, false};
+  }
   const int err = errno;
   if (wait && (err == EAGAIN || err == EACCES)) return {0, true};
   return {-err, false};
@@ -160,7 +169,10 @@ LockOutcome LockTable::Flock(const std::shared_ptr<ServedFile>& desc, int op) {
   if (what == LOCK_UN && !by_desc_.count(desc.get())) return {0, false};
   int fd = DescriptionFd(desc);
   if (fd < 0) return {fd, false};
-  if (flock(fd, what | LOCK_NB) == 0) return {0, false};
+  if (flock(fd, what | LOCK_NB) == 0) {
+    ++releases_;
+    return {0, false};
+  }
   const int err = errno;
   if (err == EWOULDBLOCK && !(op & LOCK_NB)) return {0, true};
   return {-err, false};
@@ -174,6 +186,7 @@ void LockTable::ReleaseProcess(pid_t tgid, const ServedFile* file) {
       auto h = it->second.find(tgid);
       if (h != it->second.end()) {
         close(h->second);
+        ++releases_;
         it->second.erase(h);
       }
     }
@@ -186,6 +199,7 @@ void LockTable::ReleaseDescription(const ServedFile* desc) {
   auto it = by_desc_.find(desc);
   if (it == by_desc_.end()) return;
   close(it->second.fd);
+  ++releases_;
   by_desc_.erase(it);
 }
 
@@ -193,6 +207,7 @@ void LockTable::Sweep() {
   for (auto it = by_desc_.begin(); it != by_desc_.end();) {
     if (it->second.desc.expired()) {
       close(it->second.fd);
+      ++releases_;
       it = by_desc_.erase(it);
     } else {
       ++it;
@@ -219,5 +234,7 @@ LockOutcome FlockLock(const std::shared_ptr<ServedFile>& desc, int op) {
 void ReleaseProcessLocks(pid_t tgid, const ServedFile* file) { Table().ReleaseProcess(tgid, file); }
 
 void ReleaseDescriptionLocks(const ServedFile* desc) { Table().ReleaseDescription(desc); }
+
+uint64_t FileLockReleases() { return Table().releases(); }
 
 }  // namespace amino::monitor::service

@@ -41,5 +41,7 @@ void ReleaseProcessLocks(pid_t tgid, const ServedFile* file);
 // The description `desc` is being destroyed: its OFD locks and flocks are released. (Others
 // found gone are released at the next lock call or release anyway.)
 void ReleaseDescriptionLocks(const ServedFile* desc);
+// Grows whenever a lock may have been let go (a waiting request may then be granted).
+uint64_t FileLockReleases();
 
 }  // namespace amino::monitor::service

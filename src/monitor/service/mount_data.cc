@@ -179,7 +179,7 @@ Decision SizeSyncAndLocks(FdCall& c, SyscallRegs& call) {
       if (what != LOCK_SH && what != LOCK_EX && what != LOCK_UN) return Emulate(-EINVAL);
       if (is_path || (what != LOCK_UN && !CanRead(f) && !CanWrite(f))) return Emulate(-EBADF);
       LockOutcome o = FlockLock(c.served(static_cast<int>(call.arg(0))), op);
-      return o.wait ? Decision::Park() : Emulate(o.result);
+      return o.wait ? Decision::ParkForLock(true) : Emulate(o.result);
     }
     default:
       return Emulate(-EINVAL);

@@ -32,6 +32,9 @@ struct MountFs {
   // Bumped by every committed call that changed something: a file whose atime was current at
   // one value stays current until it changes (relatime needs a look only then).
   uint64_t change_generation = 1;
+  // Bumped whenever an application transaction on this mount ends (its locks go): calls
+  // parked on a lock are tried again then (CallHandler::Releases).
+  uint64_t txn_ends = 0;
   // Called after an application transaction on this mount aborted (copies of file content
   // kept outside the schema, such as shared mapping files, are refreshed).
   std::function<void()> after_abort;

@@ -112,6 +112,7 @@ class MountHandler : public CallHandler, public TxnControl {
   bool NeedsStop(long nr) const override;
   int StopOnlyWhenSet(long nr) const override;
   bool Emulates() const override { return true; }
+  uint64_t Releases() const override;
   long OnForeignCall(Thread& t, const ForeignCall& call) override;  // mount_foreign.cc
   void SetExitSink(std::function<void(pid_t, int)> sink) override;
   void SetProcessTable(ProcessTable* table) override;

@@ -9,6 +9,7 @@
 #include "amino/amino.h"
 #include "monitor/mounts/lexical_path.h"
 #include "monitor/service/external_sync.h"
+#include "monitor/service/file_locks.h"
 #include "monitor/service/mount_handler.h"
 #include "monitor/syscall_table.h"
 
@@ -123,6 +124,12 @@ Decision MountHandler::ServeInTxn(Thread& t, SyscallRegs& call) {
   return d;
 }
 
+uint64_t MountHandler::Releases() const {
+  uint64_t n = FileLockReleases();
+  for (const auto& m : mounts_) n += m->txn_ends;
+  return n;
+}
+
 uint64_t MountHandler::CallsRun() const {
   uint64_t n = 0;
   for (const auto& m : mounts_) n += m->calls_run;
@@ -131,7 +138,7 @@ uint64_t MountHandler::CallsRun() const {
 
 Decision MountHandler::Conflict() {
   if (caller_ && txns_.OnConflict(caller_)) return Decision::Emulate(-AMINO_EABORTED);
-  return Decision::ParkInvisibly();
+  return Decision::ParkForLock(false);
 }
 
 void MountHandler::CloseDeferred() {

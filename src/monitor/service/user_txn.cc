@@ -19,6 +19,7 @@ void UserTxn::AbortTree(State to) {
   const bool undone = txn != nullptr;
   if (txn) (void)txn->Abort();
   txn.reset();
+  if (undone && mfs) ++mfs->txn_ends;
   if (undone && mfs && mfs->after_abort) mfs->after_abort();
   for (auto& weak : opened) {
     if (auto f = weak.lock()) {
@@ -53,6 +54,7 @@ schema::Status TxnManager::CommitOne(UserTxn& txn) {
   if (!txn.txn) return schema::Status::Ok();  // nothing done in it
   schema::Status st = txn.txn->Commit();
   txn.txn.reset();
+  if (txn.mfs) ++txn.mfs->txn_ends;  // committed or, failing, aborted: its locks went
   if (!st.ok()) return st;
   if (txn.parent) {
     // The parent now holds the counts of what was opened here.
