@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstring>
 
 #include "ptrace-ext/ptrace.h"
 
@@ -16,8 +18,25 @@ namespace amino::monitor {
 using ptrace_ext::Ptrace;
 
 namespace {
+
 constexpr uint64_t kSyscallInsnLen = 2;  // `syscall` (0f 05) and `int $0x80` (cd 80)
+
+// Whether task `tid` has exited and waits to be reaped: a thread-group leader stays so, and
+// unreported to waitpid(tid), until the tracer has reaped every other thread of its group.
+bool IsZombie(pid_t tid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", tid);
+  FILE* f = std::fopen(path, "re");
+  if (!f) return true;  // reaped already
+  char line[512];
+  const bool read = std::fgets(line, sizeof line, f) != nullptr;
+  std::fclose(f);
+  // "pid (comm) S ...": the state follows the last ')' (comm may hold anything).
+  const char* close = read ? std::strrchr(line, ')') : nullptr;
+  return !close || close[1] != ' ' || close[2] == 'Z' || close[2] == 'X';
 }
+
+}  // namespace
 
 RemoteSyscalls::RemoteSyscalls(Thread& t, const SyscallRegs& saved, bool stopped_at_exit,
                                std::function<void(pid_t, int)> on_exit_status,
@@ -41,10 +60,38 @@ RemoteSyscalls::~RemoteSyscalls() {
 
 pid_t RemoteSyscalls::WaitForStop(int* status) {
   for (;;) {
+    if (!listener_) {
+      // Blocks until some task has something to report, without taking it: the stop is taken
+      // when it is this task's. Waiting on this task alone could block for ever: when the
+      // process ends (exit_group by another thread, SIGKILL) while this task is its leader,
+      // the leader is reported only after its other threads, which only the tracer reaps.
+      siginfo_t info{};
+      if (waitid(P_ALL, 0, &info, WEXITED | WSTOPPED | WNOWAIT | __WALL) != 0) {
+        if (errno == EINTR) continue;
+        return -1;
+      }
+      if (info.si_pid == tid_) {
+        pid_t r = waitpid(tid_, status, __WALL | WNOHANG);
+        if (r < 0 && errno == EINTR) continue;
+        if (r != 0) return r;
+        continue;
+      }
+    }
     // A signal to the monitor (SIGTERM to forward, say) must not make it resume the tracee twice.
-    pid_t r = waitpid(tid_, status, __WALL | (listener_ ? WNOHANG : 0));
+    pid_t r = waitpid(tid_, status, __WALL | WNOHANG);
     if (r < 0 && errno == EINTR) continue;
     if (r != 0) return r;
+    if (IsZombie(tid_)) {
+      // Gone, and reported to the tracer once the rest of its thread group is: not here.
+      errno = ESRCH;
+      return -1;
+    }
+    if (!listener_) {
+      // Another task's report waits for the tracer: look again shortly.
+      const timespec pause{0, 20000};
+      nanosleep(&pause, nullptr);
+      continue;
+    }
     // The injected call may be waiting on the listener instead of running: let it run. The
     // stop descriptor wakes this wait when a task stops; if it was another task's stop, it is
     // left for the tracer (the descriptor stays readable, so yield instead of sleeping).
