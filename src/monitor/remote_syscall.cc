@@ -81,13 +81,9 @@ pid_t RemoteSyscalls::WaitForStop(int* status) {
     pid_t r = waitpid(tid_, status, __WALL | WNOHANG);
     if (r < 0 && errno == EINTR) continue;
     if (r != 0) return r;
-    if (IsZombie(tid_)) {
-      // Gone, and reported to the tracer once the rest of its thread group is: not here.
-      errno = ESRCH;
-      return -1;
-    }
     if (!listener_) {
       // Another task's report waits for the tracer: look again shortly.
+      if (IsZombie(tid_)) break;
       const timespec pause{0, 20000};
       nanosleep(&pause, nullptr);
       continue;
@@ -98,6 +94,7 @@ pid_t RemoteSyscalls::WaitForStop(int* status) {
     pollfd pf[2] = {{listener_->fd(), POLLIN, 0}, {listener_->stop_fd(), POLLIN, 0}};
     if (poll(pf, 2, -1) <= 0) continue;
     if (!(pf[0].revents & POLLIN)) {
+      if (IsZombie(tid_)) break;
       sched_yield();
       continue;
     }
@@ -109,6 +106,9 @@ pid_t RemoteSyscalls::WaitForStop(int* status) {
       listener_->Defer(n);
     }
   }
+  // Gone, and reported to the tracer once the rest of its thread group is: not here.
+  errno = ESRCH;
+  return -1;
 }
 
 bool RemoteSyscalls::WaitForExitStop() {

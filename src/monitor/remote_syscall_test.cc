@@ -62,20 +62,20 @@ class TracedChild {
   // Runs the child (and its thread, untraced between stops) until its leader is at a getpid
   // entry stop; the registers there in `regs`.
   bool StopAtGetpid(SyscallRegs* regs, bool want_thread) {
-    bool thread_seen = !want_thread;
+    bool thread_running = !want_thread;  // its first stop seen and resumed
     for (;;) {
       int status;
       const pid_t tid = waitpid(-1, &status, __WALL);
       if (tid < 0 || !WIFSTOPPED(status)) return false;
       if (tid != pid_) {
         Ptrace(PTRACE_CONT, tid);  // the thread: runs until the process ends
+        thread_running = true;
         continue;
       }
-      if (status >> 16 == PTRACE_EVENT_CLONE) thread_seen = true;
       if (WSTOPSIG(status) == (SIGTRAP | 0x80)) {
         Ptrace(PTRACE_GETREGS, pid_, 0, &regs->regs);
         const bool entry = regs->regs.rax == static_cast<unsigned long long>(-ENOSYS);
-        if (entry && regs->nr() == SYS_getpid && thread_seen) return true;
+        if (entry && regs->nr() == SYS_getpid && thread_running) return true;
       }
       const int sig = WSTOPSIG(status);
       const bool deliver = status >> 16 == 0 && sig != (SIGTRAP | 0x80) && sig != SIGSTOP;
