@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "amino/amino.h"
+#include "monitor/monotonic_clock.h"
 #include "monitor/mount_cover.h"
 #include "monitor/pending_signals.h"
 #include "monitor/syscall_numbers.h"
@@ -33,12 +34,6 @@ using ptrace_ext::Backend;
 using ptrace_ext::Ptrace;
 
 namespace {
-
-uint64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 // Signals sent to `amino run` itself that belong to the command.
 volatile sig_atomic_t pending_forward = 0;
@@ -76,7 +71,7 @@ Tracer::Tracer(TracerOptions options, CallHandler& handler)
     : options_(std::move(options)), handler_(handler) {}
 
 int Tracer::Run() {
-  const uint64_t start = NowNs();
+  const uint64_t start = MonotonicNs();
   // SIGCHLD reaches the poll loop through a signalfd; blocked before the fork so that no stop
   // of the child can be missed. The child unblocks it.
   sigset_t chld;
@@ -112,7 +107,7 @@ int Tracer::Run() {
     if (options_.backend == Backend::kNotify) {
       backend += sync_wake_up_ ? " (synchronous wake-up)" : " (no synchronous wake-up)";
     }
-    stats_.Print(options_.stats_out, backend.c_str(), NowNs() - start);
+    stats_.Print(options_.stats_out, backend.c_str(), MonotonicNs() - start);
     handler_.PrintStats(options_.stats_out);
   }
   if (root_status_ < 0) return 126;
@@ -144,8 +139,8 @@ void Tracer::WaitLoop() {
     if (tid == 0) {
       // Only parked threads remain runnable from our side: retry them when one may go on,
       // looking for stops again at least every 200 µs.
-      const int64_t wait =
-          std::min<int64_t>(parked_.WaitNs(NowNs(), handler_.Releases()), ParkedCalls::kPauseNs);
+      const int64_t wait = std::min<int64_t>(parked_.WaitNs(MonotonicNs(), handler_.Releases()),
+                                             ParkedCalls::kPauseNs);
       if (wait > 0) {
         const timespec pause{0, static_cast<long>(wait)};
         nanosleep(&pause, nullptr);
@@ -175,7 +170,7 @@ void Tracer::HandleBatch(pid_t first, int first_status) {
     if (tid <= 0) break;
     batch_.push_back({tid, status});
   }
-  const uint64_t t0 = NowNs();
+  const uint64_t t0 = MonotonicNs();
   for (auto [tid, status] : batch_) {
     if (WIFEXITED(status) || WIFSIGNALED(status)) {
       HandleExit(tid, status);
@@ -183,7 +178,7 @@ void Tracer::HandleBatch(pid_t first, int first_status) {
       HandleStop(tid, status);
     }
   }
-  stats_.AddMonitorNanos(NowNs() - t0);
+  stats_.AddMonitorNanos(MonotonicNs() - t0);
 }
 
 void Tracer::ForwardPendingSignals() {
@@ -272,208 +267,6 @@ void Tracer::HandleStop(pid_t tid, int status) {
       Resume(*t);
       return;
   }
-}
-
-void Tracer::OnSyscallStop(Thread& t, bool seccomp) {
-  SyscallRegs call;
-  if (Ptrace(PTRACE_GETREGS, t.tid, 0, &call.regs) != 0) return;  // killed meanwhile
-  bool entry;
-  if (seccomp) {
-    stats_.Count(StopKind::kSeccomp);
-    entry = true;
-  } else if (!StopsAtEveryEntry()) {
-    // Under the filter, syscall stops are only requested to see a call's exit.
-    entry = false;
-    stats_.Count(StopKind::kSyscallExit);
-  } else {
-    // The ptrace backend stops at every entry and exit, alternately; the kernel backend at the
-    // entry of every selected call, and at its exit when resumed with PTRACE_SYSCALL.
-    entry = !t.in_syscall;
-    t.in_syscall = entry;
-    stats_.Count(entry ? StopKind::kSyscallEntry : StopKind::kSyscallExit);
-  }
-  if (entry) {
-    if (seccomp && !MonitorsStop(t)) {
-      // The program's own filter asked for a tracer it does not have: without one, the kernel
-      // fails the call with ENOSYS.
-      stats_.CountCall(call.nr());
-      Emulate(t, call, seccomp, -ENOSYS);
-      return;
-    }
-    if (ForeignAbi(t, call, seccomp)) {
-      // Another ABI's numbers mean other calls: the kernel runs them as asked, unless the
-      // handler refuses one that would reach what it serves.
-      stats_.CountCall(call.nr());
-      OnForeignCall(t, call, seccomp);
-      return;
-    }
-    if (call.nr() == SYS_clone || call.nr() == SYS_clone3) {
-      // The tracer's own business, never a handler's.
-      stats_.CountCall(call.nr());
-      if (!KeepTraced(t, call, seccomp)) Resume(t);
-      return;
-    }
-    if (const long refused = Refusal(call); refused != 0) {
-      stats_.CountCall(call.nr());
-      Emulate(t, call, seccomp, refused);
-      return;
-    }
-    if (!seccomp && handler_.Emulates() && InstallsOwnFilter(call)) {
-      // Under PTRACE_SYSCALL the monitor acts at the entry stop, before the program's own
-      // filter runs: emulated calls would bypass it. Refused rather than silently unenforced.
-      std::fprintf(stderr,
-                   "amino run: process %d installs its own seccomp filter, which calls the "
-                   "monitor emulates would bypass under --backend %s: refused (use the "
-                   "notify or seccomp backend)\n",
-                   t.tid, ptrace_ext::BackendName(options_.backend));
-      stats_.CountCall(call.nr());
-      Emulate(t, call, seccomp, -EPERM);
-      return;
-    }
-    if (!seccomp && !trapped_.count(call.nr())) {
-      // The ptrace backend stops on every call; only file calls go to the handler.
-      stats_.CountCall(call.nr());
-      Resume(t);
-      return;
-    }
-    stats_.CountCall(call.nr());
-    Dispatch(t, call, seccomp);
-    return;
-  }
-  // Exit stop.
-  if (t.want_exit_stop) {
-    t.want_exit_stop = false;
-    if (t.pending_nr == -1) {
-      call.regs.rax = t.pending_args[0];
-      if (t.interrupted_nr >= 0) {
-        // The call gave way to a signal: with its number back, the kernel restarts it or
-        // fails it with EINTR as the signal's SA_RESTART says.
-        call.regs.orig_rax = static_cast<unsigned long long>(t.interrupted_nr);
-        t.interrupted_nr = -1;
-      }
-      Ptrace(PTRACE_SETREGS, t.tid, 0, &call.regs);
-    } else {
-      call.regs.orig_rax = static_cast<unsigned long long>(t.pending_nr);
-      handler_.OnExit(t, call);
-      Ptrace(PTRACE_SETREGS, t.tid, 0, &call.regs);  // the handler may set result or registers
-    }
-  }
-  Resume(t);
-}
-
-void Tracer::Emulate(Thread& t, SyscallRegs& call, bool seccomp, long result) {
-  call.Skip(result);
-  Ptrace(PTRACE_SETREGS, t.tid, 0, &call.regs);
-  if (!seccomp && options_.backend == Backend::kKernel) {
-    // PTRACE_CHECKEMU: the kernel skips the call and keeps rax; no exit stop.
-    t.want_exit_stop = false;
-    t.in_syscall = false;
-    if (Ptrace(ptrace_ext::kPtraceCheckEmu, t.tid) == 0) return;
-    // Only a killed tracee gets here (the request is valid at every entry stop).
-    t.in_syscall = true;
-    t.want_exit_stop = true;
-    t.pending_nr = -1;
-    t.pending_args[0] = static_cast<unsigned long long>(result);
-  } else if (!seccomp) {
-    // The kernel overwrites rax with -ENOSYS for the skipped call: set it at the exit stop.
-    t.want_exit_stop = true;
-    t.pending_nr = -1;
-    t.pending_args[0] = static_cast<unsigned long long>(result);
-  } else {
-    t.want_exit_stop = false;
-  }
-  Resume(t);
-}
-
-void Tracer::Dispatch(Thread& t, SyscallRegs& call, bool seccomp) {
-  Decision d = handler_.OnEntry(t, call);
-  switch (d.kind) {
-    case Decision::Kind::kPass:
-      t.want_exit_stop = false;
-      break;
-    case Decision::Kind::kObserveExit:
-      t.want_exit_stop = true;
-      t.pending_nr = call.nr();
-      Ptrace(PTRACE_SETREGS, t.tid, 0, &call.regs);
-      break;
-    case Decision::Kind::kEmulate:
-      Emulate(t, call, seccomp, d.result);
-      return;
-    case Decision::Kind::kRestart:
-      // The call runs again from its instruction: its next stop is a fresh entry.
-      t.want_exit_stop = false;
-      t.in_syscall = false;
-      Resume(t);
-      return;
-    case Decision::Kind::kPark:
-      t.parked_seccomp = seccomp;
-      Park(t, d, false, {});
-      return;
-    case Decision::Kind::kReplied:
-      std::fprintf(stderr, "amino run: internal error: a stopped call answered as notified\n");
-      call.Skip(-ENOSYS);
-      Ptrace(PTRACE_SETREGS, t.tid, 0, &call.regs);
-      break;
-  }
-  Resume(t);
-}
-
-void Tracer::Interrupt(Thread& t, SyscallRegs& call, bool seccomp, bool interruptible) {
-  // Skip the call now and, at its exit stop, give it back its number with the restart code:
-  // the signal is then delivered and the call restarted (or EINTR) as after a kernel wait.
-  const long nr = call.nr();
-  const long code = interruptible ? -kERestartSys : -kERestartNoIntr;
-  call.Skip(code);
-  Ptrace(PTRACE_SETREGS, t.tid, 0, &call.regs);
-  t.want_exit_stop = true;
-  t.pending_nr = -1;
-  t.pending_args[0] = static_cast<unsigned long long>(code);
-  t.interrupted_nr = nr;
-  (void)seccomp;
-  Resume(t);
-}
-
-void Tracer::Park(const Thread& t, const Decision& d, bool notified, const SyscallRegs& call) {
-  ParkedCall p;
-  p.tid = t.tid;
-  p.notified = notified;
-  p.call = call;
-  p.interruptible = d.interruptible;
-  p.lock_wait = d.lock_wait;
-  parked_.Park(p, NowNs(), handler_.Releases());
-}
-
-void Tracer::RetryParked() {
-  std::vector<ParkedCall> ready = parked_.TakeReady(NowNs(), handler_.Releases());
-  for (ParkedCall& p : ready) {
-    Thread* t = table_.Find(p.tid);
-    if (!t) continue;
-    // A signal is looked for (in /proc, which is dear) when the wait's pause ran out; a call
-    // tried for a release that succeeds takes the signal after it, as it could natively.
-    if (p.notified) {
-      if (!listener_.Pending(p.call.notification_id)) continue;  // killed meanwhile
-      if (p.due && SignalPending(p.tid)) {
-        // An interruptible wait ends as the kernel's: its ERESTARTSYS is left to the handler.
-        if (p.interruptible) {
-          NoteLetRun(*t, p.call);
-        } else {
-          t->let_run.nr = -1;
-        }
-        listener_.Reply(p.call.notification_id, p.interruptible ? -kERestartSys : -kERestartNoIntr);
-        continue;
-      }
-      DispatchNotified(*t, p.call);
-      continue;
-    }
-    SyscallRegs call;
-    if (Ptrace(PTRACE_GETREGS, p.tid, 0, &call.regs) != 0) continue;
-    if (p.due && SignalPending(p.tid)) {
-      Interrupt(*t, call, t->parked_seccomp, p.interruptible);
-      continue;
-    }
-    Dispatch(*t, call, t->parked_seccomp);
-  }
-  parked_.EndRetries();
 }
 
 void Tracer::OnNewTask(Thread& parent, int event) {

@@ -50,7 +50,10 @@ class Tracer {
                                 const std::vector<std::string>& covered, int sync_fd);
   void HandleStop(pid_t tid, int status);
   void HandleExit(pid_t tid, int status);
+  // tracer_syscalls.cc: a syscall stop (entry or exit), or a seccomp stop (an entry).
   void OnSyscallStop(Thread& t, bool seccomp);
+  void OnCallEntry(Thread& t, SyscallRegs& call, bool seccomp);
+  void OnCallExit(Thread& t, SyscallRegs& call);
   void OnNewTask(Thread& parent, int event);
   void OnExec(pid_t tid);
   void OnGroupStop(Thread& t, int sig);

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "monitor/monotonic_clock.h"
 #include "monitor/pending_signals.h"
 #include "monitor/tracee_memory.h"
 #include "monitor/tracer.h"
@@ -21,12 +22,6 @@
 namespace amino::monitor {
 
 namespace {
-
-uint64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 SyscallRegs FromNotification(const ptrace_ext::Notification& n) {
   SyscallRegs call;
@@ -115,7 +110,8 @@ void Tracer::PollLoop() {
     ForwardPendingSignals();
     pollfd pf[2] = {{sfd, POLLIN, 0}, {listening ? listener_.fd() : -1, POLLIN, 0}};
     // Sleep until something happens, or until a parked call is to be tried again.
-    const int64_t wait = listener_.deferred() ? 0 : parked_.WaitNs(NowNs(), handler_.Releases());
+    const int64_t wait =
+        listener_.deferred() ? 0 : parked_.WaitNs(MonotonicNs(), handler_.Releases());
     const timespec until{static_cast<time_t>(wait / 1000000000),
                          static_cast<long>(wait % 1000000000)};
     int r = ppoll(pf, 2, wait < 0 ? nullptr : &until, nullptr);
@@ -125,9 +121,9 @@ void Tracer::PollLoop() {
       break;
     }
     if ((pf[1].revents & POLLIN) || listener_.deferred()) {
-      const uint64_t t0 = NowNs();
+      const uint64_t t0 = MonotonicNs();
       OnNotification();
-      stats_.AddMonitorNanos(NowNs() - t0);
+      stats_.AddMonitorNanos(MonotonicNs() - t0);
     } else if (pf[1].revents & (POLLHUP | POLLERR | POLLNVAL)) {
       listening = false;  // no task is left under the filter
     }
