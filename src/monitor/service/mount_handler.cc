@@ -146,23 +146,32 @@ int MountHandler::MountIndex(const MountFs* m) const {
   return -1;
 }
 
-Decision MountHandler::Serve(Thread& t, SyscallRegs& call) {
+bool MountHandler::ForHostHandler(Thread& t, const SyscallRegs& call) {
   const long nr = call.nr();
   // Calls on host shadows (made by host_ for notified substitutes) stay with it, as do the
   // calls it makes again on a shadow's real descriptor.
-  if (host_.MakingAgain(t.tid, nr)) return host_.OnEntry(t, call);
-  const int a0 = static_cast<int>(call.arg(0));
+  if (host_.MakingAgain(t.tid, nr)) return true;
   if (!t.proc->fds->files.empty()) {
     const SyscallInfo* info = FindSyscall(nr);
-    if (info && info->args[0] == Arg::kFd && host::ShadowOf(t, a0) && nr != SYS_close &&
-        nr != SYS_dup && nr != SYS_dup2 && nr != SYS_dup3 && nr != SYS_close_range) {
-      return host_.OnEntry(t, call);
+    if (info && info->args[0] == Arg::kFd && host::ShadowOf(t, static_cast<int>(call.arg(0))) &&
+        nr != SYS_close && nr != SYS_dup && nr != SYS_dup2 && nr != SYS_dup3 &&
+        nr != SYS_close_range) {
+      return true;
     }
   }
   if (host::ChangesCredentials(nr)) {
     creds_.Invalidate(t.tid);
-    return host_.OnEntry(t, call);
+    return true;
   }
+  return false;
+}
+
+// The mount handler's table of routes: one case per call family, so that where each trapped
+// call goes is read in one place; what is left is a descriptor call or a path call.
+Decision MountHandler::Serve(Thread& t, SyscallRegs& call) {
+  if (ForHostHandler(t, call)) return host_.OnEntry(t, call);
+  const long nr = call.nr();
+  const int a0 = static_cast<int>(call.arg(0));
   switch (nr) {
     case SYS_open:
       return Open(t, call, AT_FDCWD, call.arg(0), static_cast<int>(call.arg(1)),

@@ -195,6 +195,10 @@ class MountHandler : public CallHandler, public TxnControl {
   // --- mount_handler.cc
   // OnEntry for a file call, inside the caller's application transaction.
   Decision Serve(Thread& t, SyscallRegs& call);
+  // Whether the call is the embedded host handler's: a call it makes again on a shadow's real
+  // descriptor, a descriptor call on a host shadow, or a change of credentials (which it
+  // follows; the mount's copy of them is dropped here).
+  bool ForHostHandler(Thread& t, const SyscallRegs& call);
   Decision ServePlain(Thread& t, SyscallRegs& call);
   Decision ServeInTxn(Thread& t, SyscallRegs& call);
   Decision MmapCall(Thread& t, SyscallRegs& call);

@@ -342,6 +342,37 @@ Decision ReadlinkServedFd(Thread& t, const SyscallRegs& call, const std::string&
   return Decision::Emulate(static_cast<long>(len));
 }
 
+// A rename on the host that would move a mount point's host directory, or one above it, away
+// from the mount (mount_dirs.h): the kernel refuses to move a mount point with EBUSY.
+bool MovesMountDirectory(MountDirs& dirs, pid_t tid, const SyscallRegs& call,
+                         const PathArg paths[2], const Target targets[2]) {
+  const bool exchange = call.nr() == SYS_renameat2 && (call.arg(4) & RENAME_EXCHANGE);
+  for (int i = 0; i < 2; ++i) {
+    if (targets[i].kind != Target::Kind::kHost && targets[i].kind != Target::Kind::kSubstitute) {
+      continue;
+    }
+    const bool sub = targets[i].kind == Target::Kind::kSubstitute;
+    if (dirs.Named(tid, sub ? AT_FDCWD : paths[i].dirfd, sub ? targets[i].path : paths[i].path,
+                   i == 0 || exchange)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Whether a host path is relative to a host directory the monitor holds for the tracee (a
+// notified substitute open): the kernel would see only its placeholder, so the monitor makes
+// the call.
+bool InHostShadowDirectory(Thread& t, const PathArg* paths, const Target* targets, int n) {
+  for (int i = 0; i < n; ++i) {
+    if (targets[i].kind == Target::Kind::kHost && paths[i].dirfd >= 0 &&
+        host::ShadowOf(t, paths[i].dirfd)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 Decision MountHandler::PathCallOnDescriptor(Thread& t, SyscallRegs& call, int fd, bool null_path,
@@ -476,17 +507,9 @@ Decision MountHandler::PathCall(Thread& t, SyscallRegs& call) {
     return *d;
   }
 
-  // A rename that would move a mount point's host directory, or one above it, away from the
-  // mount (mount_dirs.h).
   if (n == 2 && (nr == SYS_rename || nr == SYS_renameat || nr == SYS_renameat2)) {
-    for (int i = 0; i < 2; ++i) {
-      if (!on_host(targets[i])) continue;
-      const bool sub = targets[i].kind == Target::Kind::kSubstitute;
-      if (mount_dirs_.Named(t.tid, sub ? AT_FDCWD : paths[i].dirfd,
-                            sub ? targets[i].path : paths[i].path,
-                            i == 0 || (nr == SYS_renameat2 && (call.arg(4) & RENAME_EXCHANGE)))) {
-        return Decision::Emulate(-EBUSY);
-      }
+    if (MovesMountDirectory(mount_dirs_, t.tid, call, paths, targets)) {
+      return Decision::Emulate(-EBUSY);
     }
     // A directory above some process's cwd may move: every cached host cwd is read again.
     if (on_host(targets[0])) {
@@ -494,15 +517,7 @@ Decision MountHandler::PathCall(Thread& t, SyscallRegs& call) {
       renamer_ = t.tid;
     }
   }
-
-  // A host directory the monitor holds for the tracee (a notified substitute open): the kernel
-  // would see only its placeholder, so the monitor makes the call.
-  for (int i = 0; i < n; ++i) {
-    if (targets[i].kind == Target::Kind::kHost && paths[i].dirfd >= 0 &&
-        host::ShadowOf(t, paths[i].dirfd)) {
-      return host_.OnEntry(t, call);
-    }
-  }
+  if (InHostShadowDirectory(t, paths, targets, n)) return host_.OnEntry(t, call);
   if (n == 2) return PathPair(t, call, targets, args, decoded.extras, pair_error);
   switch (targets[0].kind) {
     case Target::Kind::kHost:
