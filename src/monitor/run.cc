@@ -60,6 +60,75 @@ std::unique_ptr<CallHandler> MakeMountHandler(const RunOptions& options) {
   return std::move(handler).value();
 }
 
+// The backend --backend names (or `auto` chooses), if this kernel has what it needs: false,
+// with the reason printed, otherwise.
+bool BackendFor(const RunOptions& options, ptrace_ext::Backend* backend) {
+  ptrace_ext::KernelFeatures features = ptrace_ext::ProbeKernelKept();
+  if (options.backend == "auto") {
+    *backend = ptrace_ext::ChooseBackend(features);
+  } else if (!ptrace_ext::ParseBackend(options.backend, backend)) {
+    std::fprintf(stderr,
+                 "amino run: unknown backend '%s' (auto, notify, seccomp, ptrace, kernel)\n",
+                 options.backend.c_str());
+    return false;
+  }
+  if (*backend == ptrace_ext::Backend::kKernel && !ptrace_ext::HasKernelPatches(features)) {
+    std::fprintf(stderr,
+                 "amino run: backend 'kernel' needs a kernel with Amino's ptrace patches "
+                 "(kernel-patches/); this one (%s) has none\n",
+                 features.kernel.c_str());
+    return false;
+  }
+  if ((*backend == ptrace_ext::Backend::kSeccomp || *backend == ptrace_ext::Backend::kNotify) &&
+      !features.seccomp_skip) {
+    std::fprintf(stderr,
+                 "amino run: this kernel cannot trace through seccomp; use --backend ptrace\n");
+    return false;
+  }
+  if (*backend == ptrace_ext::Backend::kNotify &&
+      !(features.user_notif && features.notif_wait_killable)) {
+    std::fprintf(stderr,
+                 "amino run: backend 'notify' needs seccomp user notification with a killable "
+                 "wait (Linux 5.19); this kernel (%s) lacks it: use --backend seccomp\n",
+                 features.kernel.c_str());
+    return false;
+  }
+  return true;
+}
+
+// --emulate, --durability, --lock-timeout and their combinations with --mount, --config and
+// --profile:
+// false, with the reason printed, when they do not go together.
+bool OptionsAgree(const RunOptions& options) {
+  if (options.emulate != "amino" && options.emulate != "host" && options.emulate != "none") {
+    std::fprintf(stderr, "amino run: unknown --emulate value '%s' (amino, host, none)\n",
+                 options.emulate.c_str());
+    return false;
+  }
+  if (options.durability != "async" && options.durability != "sync" &&
+      options.durability != "commit" && options.durability != "external") {
+    std::fprintf(stderr,
+                 "amino run: unknown --durability value '%s' (async, sync, commit, external)\n",
+                 options.durability.c_str());
+    return false;
+  }
+  if (!(options.lock_timeout > 0 && options.lock_timeout <= 86400)) {
+    std::fprintf(stderr, "amino run: --lock-timeout must be between 0 and 86400 seconds\n");
+    return false;
+  }
+  if (options.emulate != "amino" && (!options.mounts.empty() || !options.config.empty())) {
+    std::fprintf(stderr, "amino run: --mount and --config need --emulate=amino (the default)\n");
+    return false;
+  }
+  if (options.emulate != "amino" && !options.profiles.empty()) {
+    std::fprintf(stderr,
+                 "amino run: --profile needs --emulate=amino (the default): profiles begin and "
+                 "end transactions on Amino mounts\n");
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int Run(const RunOptions& options) {
@@ -70,63 +139,7 @@ int Run(const RunOptions& options) {
   TracerOptions t;
   t.argv = options.argv;
   t.stats = options.stats;
-  ptrace_ext::KernelFeatures features = ptrace_ext::ProbeKernelKept();
-  if (options.backend == "auto") {
-    t.backend = ptrace_ext::ChooseBackend(features);
-  } else if (!ptrace_ext::ParseBackend(options.backend, &t.backend)) {
-    std::fprintf(stderr,
-                 "amino run: unknown backend '%s' (auto, notify, seccomp, ptrace, kernel)\n",
-                 options.backend.c_str());
-    return 2;
-  }
-  if (t.backend == ptrace_ext::Backend::kKernel && !ptrace_ext::HasKernelPatches(features)) {
-    std::fprintf(stderr,
-                 "amino run: backend 'kernel' needs a kernel with Amino's ptrace patches "
-                 "(kernel-patches/); this one (%s) has none\n",
-                 features.kernel.c_str());
-    return 2;
-  }
-  if ((t.backend == ptrace_ext::Backend::kSeccomp || t.backend == ptrace_ext::Backend::kNotify) &&
-      !features.seccomp_skip) {
-    std::fprintf(stderr,
-                 "amino run: this kernel cannot trace through seccomp; use --backend ptrace\n");
-    return 2;
-  }
-  if (t.backend == ptrace_ext::Backend::kNotify &&
-      !(features.user_notif && features.notif_wait_killable)) {
-    std::fprintf(stderr,
-                 "amino run: backend 'notify' needs seccomp user notification with a killable "
-                 "wait (Linux 5.19); this kernel (%s) lacks it: use --backend seccomp\n",
-                 features.kernel.c_str());
-    return 2;
-  }
-  if (options.emulate != "amino" && options.emulate != "host" && options.emulate != "none") {
-    std::fprintf(stderr, "amino run: unknown --emulate value '%s' (amino, host, none)\n",
-                 options.emulate.c_str());
-    return 2;
-  }
-  if (options.durability != "async" && options.durability != "sync" &&
-      options.durability != "commit" && options.durability != "external") {
-    std::fprintf(stderr,
-                 "amino run: unknown --durability value '%s' (async, sync, commit, external)\n",
-                 options.durability.c_str());
-    return 2;
-  }
-  if (!(options.lock_timeout > 0 && options.lock_timeout <= 86400)) {
-    std::fprintf(stderr, "amino run: --lock-timeout must be between 0 and 86400 seconds\n");
-    return 2;
-  }
-  if (options.emulate != "amino" && (!options.mounts.empty() || !options.config.empty())) {
-    std::fprintf(stderr, "amino run: --mount and --config need --emulate=amino (the default)\n");
-    return 2;
-  }
-
-  if (options.emulate != "amino" && !options.profiles.empty()) {
-    std::fprintf(stderr,
-                 "amino run: --profile needs --emulate=amino (the default): profiles begin and "
-                 "end transactions on Amino mounts\n");
-    return 2;
-  }
+  if (!BackendFor(options, &t.backend) || !OptionsAgree(options)) return 2;
   std::vector<profiles::Profile> loaded;
   for (const std::string& spec : options.profiles) {
     profiles::Parsed p = profiles::FindProfile(spec);

@@ -26,7 +26,7 @@ struct PathExtras {
   bool nothing_to_do = false;  // utimensat with both times UTIME_OMIT: succeeds at once
 };
 
-// 0 or the errno the call fails with before any path is looked at.
+// 0 or the errno the call fails with before any path is looked at (path_extras.cc).
 int ReadPathExtras(Process& p, const SyscallInfo& info, const SyscallRegs& call, PathExtras* x);
 
 // utimensat and futimesat with a NULL path and a descriptor act on the descriptor itself.
