@@ -14,120 +14,20 @@
 #include <vector>
 
 #include "schema/records.h"
+#include "schema/store_env.h"
 #include "schema/store_files.h"
 #include "schema/txn_reads.h"
 
 namespace amino::schema {
 
 using namespace store_files;
+using namespace store_env;
 
 namespace {
 
 // A checkpoint is taken once this much log (KiB) was written since the last one
 // (NoteTopLevelCommit says why).
 constexpr uint32_t kCheckpointKbytes = 64 * 1024;
-
-// Berkeley DB reports details through a callback; keep the last one per thread so a Status can
-// carry it.
-thread_local std::string last_db_message;
-
-void CaptureMessage(const DB_ENV*, const char*, const char* msg) { last_db_message = msg; }
-
-// Storage failures and damage seen by this process: a file system in which any was seen is
-// not marked clean at close (its next opener recovers, and meets the damage at once).
-std::atomic<uint64_t> g_damage_seen{0};
-
-Status Fail(int ret, const std::string& what) {
-  std::string msg = what + ": " + db_strerror(ret);
-  if (!last_db_message.empty()) msg += " (" + last_db_message + ")";
-  last_db_message.clear();
-  if (ret == DB_LOCK_DEADLOCK || ret == DB_LOCK_NOTGRANTED) return Status::Conflict(msg);
-  // A full file system is no damage: Berkeley DB aborted what it could not write (a commit
-  // record that found no room is turned into an abort), and the caller reports ENOSPC.
-  if (StoreSpace::NoteError(ret)) return Status::Storage(ret, msg);
-  g_damage_seen.fetch_add(1, std::memory_order_relaxed);
-  return Status::Storage(ret > 0 ? ret : EIO, msg);
-}
-
-// Handles of an environment that panicked (DB_RUNRECOVERY): Berkeley DB refuses to close them,
-// so they are kept here, reachable, for the rest of the process instead of being lost.
-void Abandon(void* handle) {
-  static auto* abandoned = new std::vector<void*>;
-  abandoned->push_back(handle);
-}
-
-DBT Dbt(std::string_view s) {
-  DBT d;
-  std::memset(&d, 0, sizeof d);
-  d.data = const_cast<char*>(s.data());
-  d.size = static_cast<u_int32_t>(s.size());
-  return d;
-}
-
-DBT MallocDbt() {
-  DBT d;
-  std::memset(&d, 0, sizeof d);
-  d.flags = DB_DBT_MALLOC;
-  return d;
-}
-
-std::string TakeDbt(DBT& d) {
-  std::string s(static_cast<const char*>(d.data), d.size);
-  free(d.data);
-  d.data = nullptr;
-  return s;
-}
-
-Status CreateEnv(DB_ENV** out, size_t cache) {
-  int ret = db_env_create(out, 0);
-  if (ret != 0) return Fail(ret, "db_env_create");
-  DB_ENV* env = *out;
-  env->set_errcall(env, CaptureMessage);
-  env->set_cachesize(env, static_cast<u_int32_t>(cache >> 30),
-                     static_cast<u_int32_t>(cache & ((1u << 30) - 1)), 1);
-  // The cache's hash table: a bucket per 4 KiB of cache. A full cache looks for a buffer to
-  // give up bucket by bucket, and the metadata databases (4 KiB pages, each with its older
-  // versions) fill it once a tree has a few hundred thousand files: with a bucket per 16 KiB
-  // that search was 58% of the time, and 400,000 files were made at 5,600/s against 13,000/s.
-  // The buckets share 1,024 mutexes: a mutex per bucket took 8 ms of every start.
-  env->set_mp_tablesize(env, static_cast<u_int32_t>(cache / (4 << 10)));
-  env->set_mp_mtxcount(env, 1024);
-  // Berkeley DB counts a mutex per 4 KiB of cache, for the buffers. Pages of the multiversion
-  // databases also keep their older versions in the cache, each version a buffer of its own,
-  // and each version names its transaction, whose record holds another mutex. Without room for
-  // those the mutexes ran out at ~157,000 files made in the monitor's cache, and every later
-  // call failed. The room is taken only as the region grows.
-  env->mutex_set_increment(env, static_cast<u_int32_t>(cache / 4096));
-  env->set_lk_detect(env, DB_LOCK_DEFAULT);
-  // Locks live in the main region, which starts small and grows on demand up to its maximum:
-  // renaming a big directory or importing a tree is one transaction that holds many locks,
-  // but sizing the region for that up front made every start write tens of megabytes.
-  env->set_memory_init(env, DB_MEM_LOCK, 4096);
-  env->set_memory_init(env, DB_MEM_LOCKOBJECT, 4096);
-  env->set_memory_init(env, DB_MEM_LOCKER, 1024);
-  env->set_memory_init(env, DB_MEM_TRANSACTION, 256);
-  env->set_memory_max(env, 0, 256u << 20);
-  env->set_lk_tablesize(env, 16384);
-  env->set_lg_bsize(env, 4 << 20);
-  // An opener reads the last log file from its start to find the end of the log, checking each
-  // record (up to 30 ms at 16 MiB), but every new file costs the calls that fill it: with 2 MiB
-  // files unlink and rename took 40% longer in bench/served. The calls matter more.
-  env->set_lg_max(env, 16 << 20);
-  env->set_lg_regionmax(env, 1 << 20);
-  env->set_lg_filemode(env, kFileMode);
-  env->log_set_config(env, DB_LOG_AUTO_REMOVE, 1);
-  env->set_tx_max(env, 1000);
-  return Status::Ok();
-}
-
-// Berkeley DB's recovery of `dir` in an environment of its own, closed again: 0 or its error.
-int Recover(const std::string& dir, u_int32_t flags, size_t cache) {
-  DB_ENV* env = nullptr;
-  if (!CreateEnv(&env, cache).ok()) return EINVAL;
-  const int ret = env->open(env, dir.c_str(), flags, kFileMode);
-  env->close(env, 0);
-  return ret;
-}
 
 }  // namespace
 
@@ -150,7 +50,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, const Options
 
   std::unique_ptr<Store> s(new Store());
   s->dir_ = dir;
-  s->damage_at_open_ = g_damage_seen.load();
+  s->damage_at_open_ = DamageSeen();
   s->space_ = std::make_unique<StoreSpace>(dir);
   s->space_->MakeRoomToOpen();
   bool sole = false;
@@ -277,7 +177,7 @@ Store::~Store() {
     // A file still held open here is released below; if it has no name left it stays an
     // orphan, which only the scan of a recovering opener frees.
     clean = data_ && Checkpoint().ok() && (!holds_ || holds_->files() == 0) &&
-            g_damage_seen.load() == damage_at_open_;
+            DamageSeen() == damage_at_open_;
     if (holds_) holds_->Clear();
     for (DB* db : {path_, data_, orphan_, names_, xattr_, inode_}) {
       if (!db) continue;
@@ -446,7 +346,7 @@ Status Store::MayRead(DB* db, DB_TXN* txn) const {
   return Status::Ok();
 }
 
-void Store::NoteDamage() { g_damage_seen.fetch_add(1, std::memory_order_relaxed); }
+void Store::NoteDamage() { NoteDamageSeen(); }
 
 Status Store::Put(DB* db, DB_TXN* txn, std::string_view key, std::string_view value,
                   uint32_t flags) {
@@ -545,77 +445,4 @@ void Store::Reclaim(bool compact) {
     (void)t->abort(t);
   }
 }
-
-Cursor::Cursor(DB* db, DB_TXN* txn, uint32_t flags) {
-  std::memset(&k_, 0, sizeof k_);
-  std::memset(&v_, 0, sizeof v_);
-  k_.flags = DB_DBT_REALLOC;
-  v_.flags = DB_DBT_REALLOC;
-  if (auto* store = static_cast<Store*>(db->app_private)) {
-    if (Status st = store->MayRead(db, txn); !st.ok()) {
-      open_status_ = st;
-      return;
-    }
-  }
-  int ret = db->cursor(db, txn, &dbc_, flags);
-  if (ret != 0) {
-    dbc_ = nullptr;
-    open_status_ = Fail(ret, "cursor");
-  }
-}
-
-Cursor::~Cursor() {
-  if (dbc_ && dbc_->close(dbc_) == DB_RUNRECOVERY) Abandon(dbc_);
-  free(k_.data);
-  free(v_.data);
-}
-
-// Copies `s` into a DB_DBT_REALLOC buffer the cursor owns.
-static void Load(DBT* d, std::string_view s) {
-  if (d->ulen < s.size() || !d->data) {
-    d->data = realloc(d->data, s.size() ? s.size() : 1);
-    d->ulen = static_cast<u_int32_t>(s.size());
-  }
-  if (!s.empty()) std::memcpy(d->data, s.data(), s.size());
-  d->size = static_cast<u_int32_t>(s.size());
-}
-
-Result<bool> Cursor::Get(uint32_t op) {
-  if (!dbc_) return open_status_;
-  if (op == DB_SET_RANGE || op == DB_GET_BOTH) Load(&k_, key_);
-  if (op == DB_GET_BOTH) Load(&v_, value_);
-  int ret = dbc_->get(dbc_, &k_, &v_, op);
-  if (ret == DB_NOTFOUND || ret == DB_KEYEMPTY) return false;
-  if (ret != 0) return Fail(ret, "cursor get");
-  key_.assign(static_cast<const char*>(k_.data), k_.size);
-  value_.assign(static_cast<const char*>(v_.data), v_.size);
-  return true;
-}
-
-Result<bool> Cursor::SeekRange(std::string_view key) {
-  key_.assign(key);
-  return Get(DB_SET_RANGE);
-}
-
-Result<bool> Cursor::SeekBoth(std::string_view key, std::string_view value) {
-  key_.assign(key);
-  value_.assign(value);
-  return Get(DB_GET_BOTH);
-}
-
-Result<bool> Cursor::First() { return Get(DB_FIRST); }
-Result<bool> Cursor::Next() { return Get(DB_NEXT); }
-Result<bool> Cursor::NextDup() { return Get(DB_NEXT_DUP); }
-
-Status Cursor::Delete() {
-  auto* store = static_cast<Store*>(dbc_->dbp->app_private);
-  if (store) AMINO_RETURN_IF_ERROR(store->MayChange(dbc_->txn));
-  if (store) {
-    ++store->writes_;
-    store->NoteWrite(dbc_->dbp, key_);
-  }
-  int ret = dbc_->del(dbc_, 0);
-  return ret == 0 ? Status::Ok() : Fail(ret, "cursor del");
-}
-
 }  // namespace amino::schema

@@ -1,0 +1,84 @@
+// The store's cursor (store.h): Berkeley DB's cursor with buffers it reuses across calls.
+#include <cstdlib>
+#include <cstring>
+
+#include "schema/store.h"
+#include "schema/store_env.h"
+
+namespace amino::schema {
+
+using namespace store_env;
+
+Cursor::Cursor(DB* db, DB_TXN* txn, uint32_t flags) {
+  std::memset(&k_, 0, sizeof k_);
+  std::memset(&v_, 0, sizeof v_);
+  k_.flags = DB_DBT_REALLOC;
+  v_.flags = DB_DBT_REALLOC;
+  if (auto* store = static_cast<Store*>(db->app_private)) {
+    if (Status st = store->MayRead(db, txn); !st.ok()) {
+      open_status_ = st;
+      return;
+    }
+  }
+  int ret = db->cursor(db, txn, &dbc_, flags);
+  if (ret != 0) {
+    dbc_ = nullptr;
+    open_status_ = Fail(ret, "cursor");
+  }
+}
+
+Cursor::~Cursor() {
+  if (dbc_ && dbc_->close(dbc_) == DB_RUNRECOVERY) Abandon(dbc_);
+  free(k_.data);
+  free(v_.data);
+}
+
+// Copies `s` into a DB_DBT_REALLOC buffer the cursor owns.
+static void Load(DBT* d, std::string_view s) {
+  if (d->ulen < s.size() || !d->data) {
+    d->data = realloc(d->data, s.size() ? s.size() : 1);
+    d->ulen = static_cast<u_int32_t>(s.size());
+  }
+  if (!s.empty()) std::memcpy(d->data, s.data(), s.size());
+  d->size = static_cast<u_int32_t>(s.size());
+}
+
+Result<bool> Cursor::Get(uint32_t op) {
+  if (!dbc_) return open_status_;
+  if (op == DB_SET_RANGE || op == DB_GET_BOTH) Load(&k_, key_);
+  if (op == DB_GET_BOTH) Load(&v_, value_);
+  int ret = dbc_->get(dbc_, &k_, &v_, op);
+  if (ret == DB_NOTFOUND || ret == DB_KEYEMPTY) return false;
+  if (ret != 0) return Fail(ret, "cursor get");
+  key_.assign(static_cast<const char*>(k_.data), k_.size);
+  value_.assign(static_cast<const char*>(v_.data), v_.size);
+  return true;
+}
+
+Result<bool> Cursor::SeekRange(std::string_view key) {
+  key_.assign(key);
+  return Get(DB_SET_RANGE);
+}
+
+Result<bool> Cursor::SeekBoth(std::string_view key, std::string_view value) {
+  key_.assign(key);
+  value_.assign(value);
+  return Get(DB_GET_BOTH);
+}
+
+Result<bool> Cursor::First() { return Get(DB_FIRST); }
+Result<bool> Cursor::Next() { return Get(DB_NEXT); }
+Result<bool> Cursor::NextDup() { return Get(DB_NEXT_DUP); }
+
+Status Cursor::Delete() {
+  auto* store = static_cast<Store*>(dbc_->dbp->app_private);
+  if (store) AMINO_RETURN_IF_ERROR(store->MayChange(dbc_->txn));
+  if (store) {
+    ++store->writes_;
+    store->NoteWrite(dbc_->dbp, key_);
+  }
+  int ret = dbc_->del(dbc_, 0);
+  return ret == 0 ? Status::Ok() : Fail(ret, "cursor del");
+}
+
+}  // namespace amino::schema
