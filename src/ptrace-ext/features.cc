@@ -109,6 +109,47 @@ bool ParseBackend(const std::string& name, Backend* out) {
   return false;
 }
 
+namespace {
+
+// At the child's own stop (a group-stop if it stopped before the seize): whether its memory can
+// be read through /proc/PID/mem and process_vm_readv, and which of the patched kernel's
+// requests exist.
+void ProbeAtFirstStop(pid_t pid, KernelFeatures* f) {
+  long word = 0;
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/mem", pid);
+  int fd = open(path, O_RDWR | O_CLOEXEC);
+  if (fd >= 0) {
+    f->proc_mem = pread(fd, &word, sizeof word, reinterpret_cast<off_t>(&kMagic)) ==
+                  static_cast<ssize_t>(sizeof word);
+    close(fd);
+  }
+  struct iovec local {
+    &word, sizeof word
+  }, remote{const_cast<long*>(&kMagic), sizeof word};
+  f->process_vm =
+      process_vm_readv(pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(sizeof word);
+  // An unknown request fails with EIO. PTRACE_SELECT with no bitmap (every call stops)
+  // succeeds anywhere; CHECKEMU and SYSSKIP act only at a syscall-entry stop, and refuse
+  // this signal stop with EINVAL.
+  f->ptrace_select = Ptrace(kPtraceSelect, pid, 0, nullptr) == 0;
+  f->ptrace_checkemu = Ptrace(kPtraceCheckEmu, pid) != 0 && errno == EINVAL;
+  f->ptrace_sysskip = Ptrace(kPtraceSysSkip, pid) != 0 && errno == EINVAL;
+}
+
+// The child's exit code: 100 when it could not load a seccomp filter, otherwise the bits of what
+// its filters could do.
+void NoteChildVerdict(int code, KernelFeatures* f) {
+  if (code == 100) return;
+  f->seccomp_filter = true;
+  f->seccomp_skip = code & kChildSkipWorked;
+  f->user_notif = code & kChildNotif;
+  f->notif_sync_wakeup = code & kChildNotifSync;
+  f->notif_wait_killable = code & kChildNotifKillable;
+}
+
+}  // namespace
+
 KernelFeatures ProbeKernel() {
   KernelFeatures f;
   struct utsname u;
@@ -130,43 +171,16 @@ KernelFeatures ProbeKernel() {
   for (;;) {
     if (waitpid(pid, &status, __WALL) < 0) break;
     if (WIFEXITED(status)) {
-      int code = WEXITSTATUS(status);
-      if (code != 100) {
-        f.seccomp_filter = true;
-        f.seccomp_skip = code & kChildSkipWorked;
-        f.user_notif = code & kChildNotif;
-        f.notif_sync_wakeup = code & kChildNotifSync;
-        f.notif_wait_killable = code & kChildNotifKillable;
-      }
+      NoteChildVerdict(WEXITSTATUS(status), &f);
       break;
     }
     if (WIFSIGNALED(status)) break;
     int sig = WSTOPSIG(status);
     int event = status >> 16;
     if (sig == SIGSTOP && !saw_stop && (event == 0 || event == PTRACE_EVENT_STOP)) {
-      // The child's own stop (a group-stop if it stopped before we attached): memory transfer and
-      // request probes, then trace its calls.
+      // The child's own stop: probes, then trace its calls.
       saw_stop = true;
-      long word = 0;
-      char path[64];
-      snprintf(path, sizeof path, "/proc/%d/mem", pid);
-      int fd = open(path, O_RDWR | O_CLOEXEC);
-      if (fd >= 0) {
-        f.proc_mem = pread(fd, &word, sizeof word, reinterpret_cast<off_t>(&kMagic)) ==
-                     static_cast<ssize_t>(sizeof word);
-        close(fd);
-      }
-      struct iovec local {
-        &word, sizeof word
-      }, remote{const_cast<long*>(&kMagic), sizeof word};
-      f.process_vm =
-          process_vm_readv(pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(sizeof word);
-      // An unknown request fails with EIO. PTRACE_SELECT with no bitmap (every call stops)
-      // succeeds anywhere; CHECKEMU and SYSSKIP act only at a syscall-entry stop, and refuse
-      // this signal stop with EINVAL.
-      f.ptrace_select = Ptrace(kPtraceSelect, pid, 0, nullptr) == 0;
-      f.ptrace_checkemu = Ptrace(kPtraceCheckEmu, pid) != 0 && errno == EINVAL;
-      f.ptrace_sysskip = Ptrace(kPtraceSysSkip, pid) != 0 && errno == EINVAL;
+      ProbeAtFirstStop(pid, &f);
       Ptrace(PTRACE_SYSCALL, pid);
       continue;
     }

@@ -161,6 +161,46 @@ int LoadPages(rvm_store* s, const std::string& name, const Meta& meta, char* bas
   return err;
 }
 
+// The region's stored description, or a new one when RVM_CREATE allows (*exists says which):
+// 0 or the errno RegionOpen reports. `size` is rounded to pages; 0 takes the stored size.
+int FindMeta(rvm_store* s, const std::string& name, size_t size, unsigned flags, Meta* meta,
+             bool* exists) {
+  const size_t ps = PageSize();
+  std::string meta_key = Key(name, kMetaTag);
+  DBT k = Dbt(meta_key.data(), meta_key.size());
+  DBT v = Dbt(nullptr, 0);
+  v.flags = DB_DBT_MALLOC;
+  const int ret = s->db->get(s->db, nullptr, &k, &v, 0);
+  *exists = ret == 0;
+  if (*exists) {
+    bool ok = DecodeMeta(v.data, v.size, meta);
+    free(v.data);
+    if (!ok) return EUCLEAN;
+    if (meta->page_size != ps) return EINVAL;
+    if (size != 0 && size != meta->size) return EINVAL;
+    return 0;
+  }
+  if (ret != DB_NOTFOUND) return Errno(ret);
+  if (!(flags & RVM_CREATE)) return ENOENT;
+  if (size == 0) return EINVAL;
+  meta->size = size;
+  meta->page_size = ps;
+  return 0;
+}
+
+// Memory for the region, writable: at its recorded address when it exists (pointers stored in
+// it stay valid), otherwise at an address derived from its name when one is free.
+void* MapRegion(const std::string& name, const Meta& meta, bool exists) {
+  if (exists) return MapRegionMemory(meta.size, PROT_READ | PROT_WRITE, meta.address);
+  void* base = nullptr;
+  for (int attempt = 0; attempt < 8 && !base; ++attempt) {
+    uintptr_t hint = PersistentAddress(name, meta.size, attempt);
+    if (hint == 0) break;
+    base = MapRegionMemory(meta.size, PROT_READ | PROT_WRITE, hint, true);
+  }
+  return base ? base : MapRegionMemory(meta.size, PROT_READ | PROT_WRITE);
+}
+
 }  // namespace
 
 int StoreOpen(const char* dir, unsigned flags, rvm_store** out) {
@@ -253,45 +293,16 @@ int RegionOpen(rvm_store* s, const char* cname, size_t size, unsigned flags, rvm
     return err;
   };
 
-  std::string meta_key = Key(name, kMetaTag);
-  DBT k = Dbt(meta_key.data(), meta_key.size());
-  DBT v = Dbt(nullptr, 0);
-  v.flags = DB_DBT_MALLOC;
-  ret = s->db->get(s->db, nullptr, &k, &v, 0);
   Meta meta;
-  bool exists = ret == 0;
-  if (exists) {
-    bool ok = DecodeMeta(v.data, v.size, &meta);
-    free(v.data);
-    if (!ok) return fail(EUCLEAN);
-    if (meta.page_size != ps) return fail(EINVAL);
-    if (size != 0 && size != meta.size) return fail(EINVAL);
-  } else if (ret != DB_NOTFOUND) {
-    return fail(Errno(ret));
-  } else if (!(flags & RVM_CREATE)) {
-    return fail(ENOENT);
-  } else if (size == 0) {
-    return fail(EINVAL);
-  } else {
-    meta.size = size;
-    meta.page_size = ps;
-  }
-
-  void* base = nullptr;
-  if (exists) {
-    base = MapRegionMemory(meta.size, PROT_READ | PROT_WRITE, meta.address);
-  } else {
-    for (int attempt = 0; attempt < 8 && !base; ++attempt) {
-      uintptr_t hint = PersistentAddress(name, meta.size, attempt);
-      if (hint == 0) break;
-      base = MapRegionMemory(meta.size, PROT_READ | PROT_WRITE, hint, true);
-    }
-    if (!base) base = MapRegionMemory(meta.size, PROT_READ | PROT_WRITE);
-  }
+  bool exists = false;
+  if (int err = FindMeta(s, name, size, flags, &meta, &exists); err != 0) return fail(err);
+  void* base = MapRegion(name, meta, exists);
   if (!base) return fail(ENOMEM);
   int err = exists ? LoadPages(s, name, meta, static_cast<char*>(base)) : 0;
   if (err == 0 && !exists) {
     meta.address = reinterpret_cast<uintptr_t>(base);
+    std::string meta_key = Key(name, kMetaTag);
+    DBT k = Dbt(meta_key.data(), meta_key.size());
     std::string value = EncodeMeta(meta);
     DBT mv = Dbt(value.data(), value.size());
     err = Errno(s->db->put(s->db, nullptr, &k, &mv, 0));

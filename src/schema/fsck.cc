@@ -125,26 +125,31 @@ class Checker {
                "Path entry " + Quote(path) + " (" + IdText(v.id) + ") has no Names entry");
       }
 
-      FileSummary& f = files_[v.id];
-      if (f.paths == 0) {
-        f.first_path = path;
-        f.path_type = type;
-      } else {
-        if (f.second_path.empty()) f.second_path = path;
-        if (type != f.path_type) {
-          Report("TYPE", "Path entries " + Quote(f.first_path) + " and " + Quote(path) + " of " +
-                             IdText(v.id) + " disagree on the file type");
-        }
-      }
-      f.paths++;
-      if (type == S_IFDIR) f.is_dir = true;
-      if (v.plmd) {
-        f.paths_with_plmd++;
-        if (!f.plmd) f.plmd = v.plmd;
-      }
+      NoteName(path, v, type);
     }
     if (!root_seen) Report("PARENT", "root directory \"/\" is missing");
     return Status::Ok();
+  }
+
+  // One more name of file v.id in the summary.
+  void NoteName(const std::string& path, const PathValue& v, uint32_t type) {
+    FileSummary& f = files_[v.id];
+    if (f.paths == 0) {
+      f.first_path = path;
+      f.path_type = type;
+    } else {
+      if (f.second_path.empty()) f.second_path = path;
+      if (type != f.path_type) {
+        Report("TYPE", "Path entries " + Quote(f.first_path) + " and " + Quote(path) + " of " +
+                           IdText(v.id) + " disagree on the file type");
+      }
+    }
+    f.paths++;
+    if (type == S_IFDIR) f.is_dir = true;
+    if (v.plmd) {
+      f.paths_with_plmd++;
+      if (!f.plmd) f.plmd = v.plmd;
+    }
   }
 
   Status ScanOrphans() {

@@ -335,6 +335,39 @@ Decision Copy(Thread& t, SyscallRegs& call, const Creds& c) {
   return Decision::Emulate(put);
 }
 
+// The calls on a host file's size, space and synchronisation, performed by the monitor (as
+// the tracee where the kernel checks who asks): their result, or -errno.
+long SizeAndSync(long nr, int fd, uint64_t a1, uint64_t a2, uint64_t a3, const Creds& c) {
+  switch (nr) {
+    case SYS_ftruncate: {
+      AsTracee as(c);
+      return Result(ftruncate(fd, static_cast<off_t>(a1)));
+    }
+    case SYS_fsync:
+      return Result(fsync(fd));
+    case SYS_fdatasync:
+      return Result(fdatasync(fd));
+    case SYS_syncfs:
+      return Result(syncfs(fd));
+    case SYS_sync_file_range:
+      return Result(sync_file_range(fd, static_cast<off_t>(a1), static_cast<off_t>(a2),
+                                    static_cast<unsigned>(a3)));
+    case SYS_fallocate: {
+      std::optional<AsTracee> as;
+      if (ClearsSetIdBits(fd)) as.emplace(c);
+      return Result(
+          fallocate(fd, static_cast<int>(a1), static_cast<off_t>(a2), static_cast<off_t>(a3)));
+    }
+    case SYS_fadvise64:
+      return -posix_fadvise(fd, static_cast<off_t>(a1), static_cast<off_t>(a2),
+                            static_cast<int>(a3));
+    case SYS_readahead:
+      return Result(readahead(fd, static_cast<off64_t>(a1), static_cast<size_t>(a2)));
+    default:
+      return -EINVAL;
+  }
+}
+
 }  // namespace
 
 Decision HostHandler::DataCall(Thread& t, SyscallRegs& call, HostFile& f) {
@@ -376,31 +409,15 @@ Decision HostHandler::DataCall(Thread& t, SyscallRegs& call, HostFile& f) {
       }
       return Decision::Emulate(r);
     }
-    case SYS_ftruncate: {
-      AsTracee as(c);
-      return Decision::Emulate(Result(ftruncate(fd, static_cast<off_t>(a1))));
-    }
+    case SYS_ftruncate:
     case SYS_fsync:
-      return Decision::Emulate(Result(fsync(fd)));
     case SYS_fdatasync:
-      return Decision::Emulate(Result(fdatasync(fd)));
     case SYS_syncfs:
-      return Decision::Emulate(Result(syncfs(fd)));
     case SYS_sync_file_range:
-      return Decision::Emulate(Result(sync_file_range(
-          fd, static_cast<off_t>(a1), static_cast<off_t>(a2), static_cast<unsigned>(a3))));
-    case SYS_fallocate: {
-      std::optional<AsTracee> as;
-      if (ClearsSetIdBits(fd)) as.emplace(c);
-      return Decision::Emulate(Result(
-          fallocate(fd, static_cast<int>(a1), static_cast<off_t>(a2), static_cast<off_t>(a3))));
-    }
+    case SYS_fallocate:
     case SYS_fadvise64:
-      return Decision::Emulate(
-          -posix_fadvise(fd, static_cast<off_t>(a1), static_cast<off_t>(a2), static_cast<int>(a3)));
     case SYS_readahead:
-      return Decision::Emulate(
-          Result(readahead(fd, static_cast<off64_t>(a1), static_cast<size_t>(a2))));
+      return Decision::Emulate(SizeAndSync(nr, fd, a1, a2, a3, c));
     case SYS_fchmod: {
       AsTracee as(c);
       return Decision::Emulate(Result(fchmod(fd, static_cast<mode_t>(a1))));

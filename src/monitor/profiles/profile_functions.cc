@@ -48,40 +48,44 @@ bool ProfileHandler::OnBreakpoint(Thread& t) {
     if (StepOver(*t.proc, bp, regs) == 0) ptrace(PTRACE_SETREGS, t.tid, 0, &regs);
     return true;
   }
-  const std::string symbol = sp->second.symbol[addr];
-  const std::string object = sp->second.object[addr];
-  ProcState& s = StateOf(t);
+  const Site at{addr, sp->second.symbol[addr], sp->second.object[addr]};
   Calls& calls = frames_[t.tid];
+  if (!ReturnedTo(t, calls, regs, at)) CalledAt(t, calls, regs, bp, at);
+  return true;
+}
+
+void ProfileHandler::LeaveInnermost(Thread& t, Calls& calls) {
+  Frame& f = calls.live.back();
+  if (f.exposed) {
+    // An exception took it (caught where the monitor did not see the catch): its return
+    // address is the real one, so no late return comes back here.
+    LeaveFrame(t, f, "left by an exception");
+  } else {
+    LeaveFrame(t, f, "left without returning: longjmp");
+    f.owned.clear();
+    calls.left.push_back(std::move(f));
+    if (calls.left.size() > kLeftKept) calls.left.erase(calls.left.begin());
+  }
+  calls.live.pop_back();
+}
+
+bool ProfileHandler::ReturnedTo(Thread& t, Calls& calls, user_regs_struct& regs, const Site& at) {
   std::vector<Frame>& frames = calls.live;
-  // Moves the innermost call under way to the calls left, aborting what it began.
-  auto leave_innermost = [&] {
-    Frame& f = frames.back();
-    if (f.exposed) {
-      // An exception took it (caught where the monitor did not see the catch): its return
-      // address is the real one, so no late return comes back here.
-      LeaveFrame(t, f, "left by an exception");
-    } else {
-      LeaveFrame(t, f, "left without returning: longjmp");
-      f.owned.clear();
-      calls.left.push_back(std::move(f));
-      if (calls.left.size() > kLeftKept) calls.left.erase(calls.left.begin());
-    }
-    frames.pop_back();
-  };
   for (size_t i = frames.size(); i-- > 0;) {
-    if (frames[i].exposed || frames[i].entry != addr || frames[i].entry_rsp + 8 != regs.rsp) {
+    if (frames[i].exposed || frames[i].entry != at.addr || frames[i].entry_rsp + 8 != regs.rsp) {
       continue;
     }
     // The return of call i. Calls begun after it and still open were left by a longjmp.
-    while (frames.size() > i + 1) leave_innermost();
+    while (frames.size() > i + 1) LeaveInnermost(t, calls);
     Frame f = std::move(frames.back());
     frames.pop_back();
     return_hits_++;
     regs.rip = f.return_to;
     if (ptrace(PTRACE_SETREGS, t.tid, 0, &regs) != 0) return true;
     if (f.inherited) return true;
-    Happening h = Make(EventKind::kReturn, symbol, s.program);
-    h.object = object;
+    ProcState& s = StateOf(t);
+    Happening h = Make(EventKind::kReturn, at.symbol, s.program);
+    h.object = at.object;
     h.values.result = static_cast<int32_t>(regs.rax & 0xffffffff);
     h.values.depth = s.depth;
     h.frame = &f;
@@ -90,7 +94,7 @@ bool ProfileHandler::OnBreakpoint(Thread& t) {
     return true;
   }
   for (auto l = calls.left.begin(); l != calls.left.end(); ++l) {
-    if (l->entry != addr || l->entry_rsp + 8 != regs.rsp) continue;
+    if (l->entry != at.addr || l->entry_rsp + 8 != regs.rsp) continue;
     // The return of a call judged left: it goes on where it was called from.
     regs.rip = l->return_to;
     calls.left.erase(l);
@@ -98,34 +102,40 @@ bool ProfileHandler::OnBreakpoint(Thread& t) {
     ptrace(PTRACE_SETREGS, t.tid, 0, &regs);
     return true;
   }
-  // A call.
+  return false;
+}
+
+void ProfileHandler::CalledAt(Thread& t, Calls& calls, user_regs_struct& regs, const Breakpoint& bp,
+                              const Site& at) {
+  std::vector<Frame>& frames = calls.live;
   uint64_t return_to = 0;
-  if (ReadMemory(*t.proc, regs.rsp, &return_to, sizeof return_to) != 0) return true;
+  if (ReadMemory(*t.proc, regs.rsp, &return_to, sizeof return_to) != 0) return;
   // Calls whose frames are above this one's were left without returning; one at the same
   // place was too, unless its own replaced return address is what this call returns to (a
   // tail call: it returns when this one does).
   while (!frames.empty() && (frames.back().entry_rsp < regs.rsp ||
                              (frames.back().entry_rsp == regs.rsp &&
                               (frames.back().exposed || return_to != frames.back().entry)))) {
-    leave_innermost();
+    LeaveInnermost(t, calls);
   }
   call_hits_++;
   Frame f;
   f.function = bp.function;
-  f.entry = addr;
+  f.entry = at.addr;
   f.entry_rsp = regs.rsp;
   f.return_to = return_to;
+  uint64_t addr = at.addr;
   if (WriteMemory(*t.proc, regs.rsp, &addr, sizeof addr) != 0 || StepOver(*t.proc, bp, regs) != 0 ||
       ptrace(PTRACE_SETREGS, t.tid, 0, &regs) != 0) {
-    return true;  // the thread is gone
+    return;  // the thread is gone
   }
   frames.push_back(std::move(f));
-  Happening h = Make(EventKind::kCall, symbol, s.program);
-  h.object = object;
+  ProcState& s = StateOf(t);
+  Happening h = Make(EventKind::kCall, at.symbol, s.program);
+  h.object = at.object;
   h.values.depth = s.depth;
   h.frame = &frames.back();
   Fire(t, h);
-  return true;
 }
 
 void ProfileHandler::Unwinding(Thread& t, Hook hook, uint64_t rsp) {
@@ -161,15 +171,17 @@ void ProfileHandler::Unwinding(Thread& t, Hook hook, uint64_t rsp) {
   }
 }
 
-void ProfileHandler::PlantNew(Thread& t) {
-  Space& space = spaces_[t.proc->tgid];
-  // The executable mappings of files: where each starts and ends, and its file offset.
-  struct Exec {
-    std::string path;
-    uint64_t start, end, offset;
-  };
-  std::vector<Exec> execs;
-  std::ifstream maps("/proc/" + std::to_string(t.proc->tgid) + "/maps");
+namespace {
+
+// An executable mapping of a file: where it starts and ends, and its file offset.
+struct ExecMapping {
+  std::string path;
+  uint64_t start, end, offset;
+};
+
+std::vector<ExecMapping> ExecMappings(pid_t tgid) {
+  std::vector<ExecMapping> execs;
+  std::ifstream maps("/proc/" + std::to_string(tgid) + "/maps");
   std::string line;
   while (std::getline(maps, line)) {
     std::istringstream in(line);
@@ -182,10 +194,18 @@ void ProfileHandler::PlantNew(Thread& t) {
                      std::stoull(range.substr(dash + 1), nullptr, 16),
                      std::stoull(offset, nullptr, 16)});
   }
+  return execs;
+}
+
+}  // namespace
+
+void ProfileHandler::PlantNew(Thread& t) {
+  Space& space = spaces_[t.proc->tgid];
+  const std::vector<ExecMapping> execs = ExecMappings(t.proc->tgid);
   // Breakpoints in code no longer mapped there (dlclose) are forgotten, and the objects
   // searched with them: mapped again, they are searched again.
   for (auto it = space.sites.begin(); it != space.sites.end();) {
-    const bool mapped = std::any_of(execs.begin(), execs.end(), [&](const Exec& e) {
+    const bool mapped = std::any_of(execs.begin(), execs.end(), [&](const ExecMapping& e) {
       return e.path == space.object[it->first] && it->first >= e.start && it->first < e.end;
     });
     if (mapped) {
@@ -198,57 +218,61 @@ void ProfileHandler::PlantNew(Thread& t) {
     space.object.erase(it->first);
     it = space.sites.erase(it);
   }
-  for (const Exec& e : execs) {
-    const std::string& path = e.path;
-    const std::string key = path + "@" + std::to_string(e.start) + "@" + std::to_string(e.offset);
+  for (const ExecMapping& e : execs) {
+    const std::string key = e.path + "@" + std::to_string(e.start) + "@" + std::to_string(e.offset);
     if (space.searched.count(key)) continue;
     bool wanted = false;
-    for (const Watched& w : watched_) wanted = wanted || MatchesPath(w.object, path);
+    for (const Watched& w : watched_) wanted = wanted || MatchesPath(w.object, e.path);
     if (!wanted) continue;
     space.searched.insert(key);
-    ElfFunctions elf;
-    std::string error;
-    if (!ReadElfFunctions(path, watched_names_, &elf, &error)) continue;
-    // The segment this mapping is gives the load bias.
-    auto segment = std::find_if(elf.loads.begin(), elf.loads.end(),
-                                [&](const auto& l) { return l.first == e.offset; });
-    if (segment == elf.loads.end()) continue;
-    const uint64_t bias = e.start - segment->second;
-    for (const auto& [name, value] : elf.functions) {
-      size_t index = SIZE_MAX;
-      for (size_t i = 0; i < watched_.size(); ++i) {
-        if (fnmatch(watched_[i].name.c_str(), name.c_str(), 0) == 0 &&
-            MatchesPath(watched_[i].object, path)) {
-          if (index == SIZE_MAX) index = i;
-          found_.insert(i);
-        }
+    PlantInMapping(t, space, e.path, e.start, e.end, e.offset);
+  }
+}
+
+void ProfileHandler::PlantInMapping(Thread& t, Space& space, const std::string& path,
+                                    uint64_t start, uint64_t end, uint64_t offset) {
+  ElfFunctions elf;
+  std::string error;
+  if (!ReadElfFunctions(path, watched_names_, &elf, &error)) return;
+  // The segment this mapping is gives the load bias.
+  auto segment = std::find_if(elf.loads.begin(), elf.loads.end(),
+                              [&](const auto& l) { return l.first == offset; });
+  if (segment == elf.loads.end()) return;
+  const uint64_t bias = start - segment->second;
+  for (const auto& [name, value] : elf.functions) {
+    size_t index = SIZE_MAX;
+    for (size_t i = 0; i < watched_.size(); ++i) {
+      if (fnmatch(watched_[i].name.c_str(), name.c_str(), 0) == 0 &&
+          MatchesPath(watched_[i].object, path)) {
+        if (index == SIZE_MAX) index = i;
+        found_.insert(i);
       }
-      if (index == SIZE_MAX) continue;
-      Breakpoint bp;
-      bp.addr = bias + value;
-      bp.function = index;
-      // Only in this very mapping (another one of the file, as data, is not the code).
-      if (bp.addr < e.start || bp.addr >= e.end || space.sites.count(bp.addr)) continue;
-      uint8_t code[16];
-      std::string why;
-      if (ReadMemory(*t.proc, bp.addr, code, sizeof code) != 0 ||
-          !DecodeStep(code, sizeof code, &bp, &why)) {
-        if (unwatchable_.insert(name + "@" + path).second) {
-          std::fprintf(stderr,
-                       "amino: cannot watch function %s in %s: %s; rules on its calls and "
-                       "returns do nothing there\n",
-                       name.c_str(), path.c_str(),
-                       why.empty() ? "its code cannot be read" : why.c_str());
-        }
-        continue;
-      }
-      if (Plant(*t.proc, &bp) != 0) continue;
-      space.sites[bp.addr] = bp;
-      planted_++;
-      space.symbol[bp.addr] = name;
-      space.object[bp.addr] = path;
-      Trace(t, "breakpoint at " + name + " in " + path);
     }
+    if (index == SIZE_MAX) continue;
+    Breakpoint bp;
+    bp.addr = bias + value;
+    bp.function = index;
+    // Only in this very mapping (another one of the file, as data, is not the code).
+    if (bp.addr < start || bp.addr >= end || space.sites.count(bp.addr)) continue;
+    uint8_t code[16];
+    std::string why;
+    if (ReadMemory(*t.proc, bp.addr, code, sizeof code) != 0 ||
+        !DecodeStep(code, sizeof code, &bp, &why)) {
+      if (unwatchable_.insert(name + "@" + path).second) {
+        std::fprintf(stderr,
+                     "amino: cannot watch function %s in %s: %s; rules on its calls and "
+                     "returns do nothing there\n",
+                     name.c_str(), path.c_str(),
+                     why.empty() ? "its code cannot be read" : why.c_str());
+      }
+      continue;
+    }
+    if (Plant(*t.proc, &bp) != 0) continue;
+    space.sites[bp.addr] = bp;
+    planted_++;
+    space.symbol[bp.addr] = name;
+    space.object[bp.addr] = path;
+    Trace(t, "breakpoint at " + name + " in " + path);
   }
 }
 

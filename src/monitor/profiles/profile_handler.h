@@ -167,6 +167,10 @@ class ProfileHandler : public CallHandler {
   // Searches the objects mapped executable in `t`'s address space for watched functions not
   // searched yet and plants breakpoints at them.
   void PlantNew(Thread& t);
+  // Plants breakpoints at the watched functions of the object at `path`, mapped executable at
+  // [start, end) from file offset `offset`.
+  void PlantInMapping(Thread& t, Space& space, const std::string& path, uint64_t start,
+                      uint64_t end, uint64_t offset);
   // Aborts, as if never begun, the transactions an open's rules began when it did not happen.
   void Undo(Thread& t, const std::vector<uint64_t>& began);
   static int64_t CountOf(const ProcState& s, size_t key);
@@ -213,6 +217,19 @@ class ProfileHandler : public CallHandler {
   };
   static constexpr size_t kLeftKept = 64;
   std::unordered_map<pid_t, Calls> frames_;  // by tid
+  // A breakpoint hit: its address, the function's name and the object defining it.
+  struct Site {
+    uint64_t addr;
+    std::string symbol, object;
+  };
+  // Moves the innermost call under way to the calls left, aborting what it began.
+  void LeaveInnermost(Thread& t, Calls& calls);
+  // At a breakpoint: true when it was the return of a call under way or left (the thread sent
+  // on to the real return address, the return rules run); otherwise it is a call.
+  bool ReturnedTo(Thread& t, Calls& calls, user_regs_struct& regs, const Site& at);
+  // A call of a watched function: its return address replaced, the call rules run.
+  void CalledAt(Thread& t, Calls& calls, user_regs_struct& regs, const Breakpoint& bp,
+                const Site& at);
   std::unordered_map<pid_t, bool> mapping_;  // exec mmaps under way: whether the inner handler
                                              // asked for the exit too
   std::set<std::string> unwatchable_;        // reported once each

@@ -83,6 +83,31 @@ Decision MoveRange(FdCall& c, bool insert, uint64_t at, uint64_t len) {
       });
 }
 
+constexpr int kModeMask = FALLOC_FL_PUNCH_HOLE | FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_ZERO_RANGE |
+                          FALLOC_FL_INSERT_RANGE | FALLOC_FL_UNSHARE_RANGE |
+                          0x80 /* FALLOC_FL_WRITE_ZEROES */;
+
+// vfs_fallocate's check of the mode alone: one kind of operation at most, and KEEP_SIZE only
+// where it means something. 0 or -EOPNOTSUPP.
+long ModeError(int mode) {
+  if (mode & ~(kModeMask | FALLOC_FL_KEEP_SIZE)) return -EOPNOTSUPP;
+  const bool keep = mode & FALLOC_FL_KEEP_SIZE;
+  switch (mode & kModeMask) {
+    case 0:
+    case FALLOC_FL_UNSHARE_RANGE:
+    case FALLOC_FL_ZERO_RANGE:
+      return 0;
+    case FALLOC_FL_PUNCH_HOLE:
+      return keep ? 0 : -EOPNOTSUPP;
+    case FALLOC_FL_COLLAPSE_RANGE:
+    case FALLOC_FL_INSERT_RANGE:
+    case 0x80:
+      return keep ? -EOPNOTSUPP : 0;
+    default:
+      return -EOPNOTSUPP;
+  }
+}
+
 }  // namespace
 
 Decision Fallocate(FdCall& c, SyscallRegs& call) {
@@ -90,30 +115,11 @@ Decision Fallocate(FdCall& c, SyscallRegs& call) {
   const int mode = static_cast<int>(call.arg(1));
   const int64_t offset = static_cast<int64_t>(call.arg(2));
   const int64_t len = static_cast<int64_t>(call.arg(3));
-  constexpr int kModeMask = FALLOC_FL_PUNCH_HOLE | FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_ZERO_RANGE |
-                            FALLOC_FL_INSERT_RANGE | FALLOC_FL_UNSHARE_RANGE |
-                            0x80 /* FALLOC_FL_WRITE_ZEROES */;
   // vfs_fallocate's checks, in its order.
   if (offset < 0 || len <= 0) return Emulate(-EINVAL);
-  if (mode & ~(kModeMask | FALLOC_FL_KEEP_SIZE)) return Emulate(-EOPNOTSUPP);
+  if (long bad = ModeError(mode); bad != 0) return Emulate(bad);
   const int kind = mode & kModeMask;
   const bool keep = mode & FALLOC_FL_KEEP_SIZE;
-  switch (kind) {
-    case 0:
-    case FALLOC_FL_UNSHARE_RANGE:
-    case FALLOC_FL_ZERO_RANGE:
-      break;
-    case FALLOC_FL_PUNCH_HOLE:
-      if (!keep) return Emulate(-EOPNOTSUPP);
-      break;
-    case FALLOC_FL_COLLAPSE_RANGE:
-    case FALLOC_FL_INSERT_RANGE:
-    case 0x80:
-      if (keep) return Emulate(-EOPNOTSUPP);
-      break;
-    default:
-      return Emulate(-EOPNOTSUPP);
-  }
   if (!CanWrite(f)) return Emulate(-EBADF);
   if (f.is_dir()) return Emulate(-EISDIR);
   if (!S_ISREG(f.type)) return Emulate(-ENODEV);

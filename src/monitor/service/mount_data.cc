@@ -188,6 +188,23 @@ Decision SizeSyncAndLocks(FdCall& c, SyscallRegs& call) {
 
 }  // namespace
 
+// Stores through shared mappings reach the schema before the monitor reads or changes the
+// file, or the other file of a copy between descriptors. False on a conflict.
+bool MountHandler::WriteBackMappings(Thread& t, const SyscallRegs& call, ServedFile& f) {
+  const long nr = call.nr();
+  std::shared_ptr<ServedFile> other;
+  if (nr == SYS_sendfile || nr == SYS_copy_file_range || nr == SYS_splice) {
+    other = ServedOf(t, static_cast<int>(nr == SYS_sendfile ? call.arg(1) : call.arg(2)));
+    if (other.get() == &f) other = ServedOf(t, static_cast<int>(call.arg(0)));
+  }
+  for (ServedFile* file : {&f, other.get()}) {
+    if (!file) continue;
+    CallOutcome o = shared_maps_.WriteBack(*file->mfs, file->id);
+    if (o.kind == CallOutcome::Kind::kConflict) return false;
+  }
+  return true;
+}
+
 Decision MountHandler::ServeFd(Thread& t, SyscallRegs& call, ServedFile& f) {
   const long nr = call.nr();
   const uint64_t a1 = call.arg(1), a2 = call.arg(2);
@@ -201,19 +218,8 @@ Decision MountHandler::ServeFd(Thread& t, SyscallRegs& call, ServedFile& f) {
            CredOf(t),
            shared_maps_};
 
-  // Stores through shared mappings reach the schema before the monitor reads or changes the
-  // file, or the other file of a copy between descriptors.
-  if (!shared_maps_.empty() && WritesBackFirst(nr)) {
-    std::shared_ptr<ServedFile> other;
-    if (nr == SYS_sendfile || nr == SYS_copy_file_range || nr == SYS_splice) {
-      other = ServedOf(t, static_cast<int>(nr == SYS_sendfile ? a1 : a2));
-      if (other.get() == &f) other = ServedOf(t, static_cast<int>(call.arg(0)));
-    }
-    for (ServedFile* file : {&f, other.get()}) {
-      if (!file) continue;
-      CallOutcome o = shared_maps_.WriteBack(*file->mfs, file->id);
-      if (o.kind == CallOutcome::Kind::kConflict) return Conflict();
-    }
+  if (!shared_maps_.empty() && WritesBackFirst(nr) && !WriteBackMappings(t, call, f)) {
+    return Conflict();
   }
 
   if (is_path && !AllowedOnPath(nr)) return Emulate(-EBADF);

@@ -305,6 +305,7 @@ class MountHandler : public CallHandler, public TxnControl {
 
   // --- mount_data.cc
   Decision ServeFd(Thread& t, SyscallRegs& call, ServedFile& f);
+  bool WriteBackMappings(Thread& t, const SyscallRegs& call, ServedFile& f);
 
   // --- mount_mmap.cc
   Decision Exec(Thread& t, SyscallRegs& call);  // ExecCall (exec_call.h)
