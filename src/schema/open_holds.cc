@@ -6,14 +6,16 @@
 namespace amino::schema {
 namespace {
 
-// The lock object of `id`'s holds (tag "amino.ho") or of decisions on them ("amino.de"): a name
-// no lock Berkeley DB takes itself can have (its page and record locks are DB_LOCK_ILOCK
-// structures of another length).
+// The lock object of `id`'s holds (tag "amino.ho"), of decisions on them ("amino.de") or of the
+// turns of transactions that open it ("amino.tu"): a name no lock Berkeley DB takes itself can
+// have (its page and record locks are DB_LOCK_ILOCK structures of another length).
 struct HoldObject {
+  enum Kind { kHold, kDecision, kTurn };
   char tag[8] = {'a', 'm', 'i', 'n', 'o', '.', 'h', 'o'};
   unsigned char id[8];
-  explicit HoldObject(FileId file, bool decision = false) {
-    if (decision) tag[6] = 'd', tag[7] = 'e';
+  explicit HoldObject(FileId file, Kind kind = kHold) {
+    if (kind == kDecision) tag[6] = 'd', tag[7] = 'e';
+    if (kind == kTurn) tag[6] = 't', tag[7] = 'u';
     for (int i = 0; i < 8; ++i) id[i] = static_cast<unsigned char>(file >> (56 - 8 * i));
   }
   DBT dbt() {
@@ -95,11 +97,12 @@ Result<bool> OpenHolds::Held(FileId id) {
   return false;
 }
 
-Status OpenHolds::LockDecision(FileId id, DB_TXN* txn, db_lockmode_t mode, const char* what) {
+Status OpenHolds::LockDecision(FileId id, DB_TXN* txn, db_lockmode_t mode, const char* what,
+                               bool turn) {
   // One object for the files of one of 65,536 buckets (ids are random): a transaction that
   // removes a million files keeps a bounded number of locks, and a snapshot reader rarely
   // meets another file's decision.
-  HoldObject obj(id & 0xffff, true);
+  HoldObject obj(id & 0xffff, turn ? HoldObject::kTurn : HoldObject::kDecision);
   DBT d = obj.dbt();
   DB_LOCK lock;
   // Kept by the transaction's locker: let go of (or passed to its parent) when it ends.
@@ -114,6 +117,10 @@ Status OpenHolds::Decide(FileId id, DB_TXN* txn) {
 
 Status OpenHolds::Undecided(FileId id, DB_TXN* txn) {
   return LockDecision(id, txn, DB_LOCK_READ, "another transaction is removing the file");
+}
+
+Status OpenHolds::TakeTurn(FileId id, DB_TXN* txn) {
+  return LockDecision(id, txn, DB_LOCK_WRITE, "another transaction has the file open", true);
 }
 
 size_t OpenHolds::files() const {

@@ -64,6 +64,11 @@ class OpenHolds {
   // A snapshot reader's check, kept until `txn` ends: a conflict while a transaction that
   // decided on `id` is under way (never waits).
   Status Undecided(FileId id, DB_TXN* txn);
+  // An application transaction's turn at `id`: transactions that open one file take turns, a
+  // write lock until `txn` ends (a conflict, never a wait). Files share turns by buckets of
+  // their ids, as decisions do; no record or page of a database is locked, so opens of
+  // different files never wait for each other.
+  Status TakeTurn(FileId id, DB_TXN* txn);
   // How many files this process holds.
   size_t files() const;
   // Releases every lock and forgets every count.
@@ -76,8 +81,9 @@ class OpenHolds {
   };
   Status Locker();
   Status Lock(FileId id, Entry& e);
-  // A lock on `id`'s decision object for `txn`'s locker, or a conflict.
-  Status LockDecision(FileId id, DB_TXN* txn, db_lockmode_t mode, const char* what);
+  // A lock on `id`'s decision object (or its turn object) for `txn`'s locker, or a conflict.
+  Status LockDecision(FileId id, DB_TXN* txn, db_lockmode_t mode, const char* what,
+                      bool turn = false);
   void Unlock(FileId id, Entry& e);
 
   DB_ENV* env_;

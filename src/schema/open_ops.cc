@@ -47,11 +47,13 @@ Status FileSystem::Hold(Transaction& txn, FileId id, bool made_here) {
     return Status::Ok();
   }
   if (txn.nested()) {
-    // Inside an application transaction the open takes the file's record for writing until
-    // the transaction ends, as a written open count did: transactions that open one file take
-    // turns. Otherwise readers that keep their transactions open could hold off a writer
-    // forever (a call that meets a lock does not queue for it: the monitor retries it later).
-    AMINO_RETURN_IF_ERROR(store_->Get(store_->inode(), txn.raw(), IdKey(id), DB_RMW).status());
+    // Inside an application transaction the open takes the file's turn until the transaction
+    // ends, as a written open count did: transactions that open one file take turns. Otherwise
+    // readers that keep their transactions open could hold off a writer forever (a call that
+    // meets a lock does not queue for it: the monitor retries it later). A lock of its own,
+    // not the file's record: records of many files share a page, and Berkeley DB locks pages.
+    AMINO_RETURN_IF_ERROR(store_->MayChange(txn.raw()));
+    AMINO_RETURN_IF_ERROR(store_->holds().TakeTurn(id, txn.raw()));
   }
   const bool snapshot = store_->InSnapshot(txn.raw());
   if (snapshot) AMINO_RETURN_IF_ERROR(store_->holds().Undecided(id, txn.raw()));
@@ -118,6 +120,16 @@ Result<OpenResult> FileSystem::Open(Transaction& txn, const Cred& c, std::string
     if (S_ISSOCK(n.attr.mode)) return Status::Errno(ENXIO);
     if ((flags & O_TRUNC) && S_ISREG(n.attr.mode)) {
       AMINO_RETURN_IF_ERROR(ops.SetSize(t, n, 0, Now()));
+    } else if ((mask & 2) && txn.nested()) {
+      // Opened for writing inside an application transaction: its writes will change the
+      // record that holds its size and times. Taken for writing now, so that two transactions
+      // writing files whose records share a page take turns here instead of both reading it
+      // and then each waiting for the other to let go (a deadlock, one aborted).
+      const bool plmd = n.where == Node::Where::kPlmd;
+      AMINO_RETURN_IF_ERROR(store_
+                                ->Get(plmd ? store_->path() : store_->inode(), t,
+                                      plmd ? PathKey(n.path) : IdKey(n.id), DB_RMW)
+                                .status());
     }
   }
   Node& n = *r.node;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <functional>
 #include <iterator>
 
 #include "fs_test.h"
@@ -280,6 +281,75 @@ TEST_F(OpenTest, AFileOpenInAnotherProcessOutlivesItsLastNameUntilThatOneCloses)
   EXPECT_FALSE(root().FStat(f->ino).ok()) << "not freed at its last close";
   for (int fd : {to_child[0], to_child[1], to_parent[0], to_parent[1]}) close(fd);
   ExpectConsistent();
+}
+
+// Opens as the monitor serves them inside application transactions: each a child transaction
+// of the application's, committed into it.
+class AppTxnOpenTest : public OpenTest {
+ protected:
+  void SetUp() override {
+    OpenTest::SetUp();
+    // Two files made together: their records share the pages of the metadata databases.
+    ASSERT_TRUE(root().WriteFile("/a", "a").ok());
+    ASSERT_TRUE(root().WriteFile("/b", "b").ok());
+    nowait_.nowait = true;
+  }
+  Transaction App() {
+    Result<Transaction> t = fs_->Begin(nullptr, nowait_);
+    EXPECT_TRUE(t.ok()) << t.status().message();
+    return std::move(t).value();
+  }
+  Status Call(Transaction& app, const std::function<Status(Transaction&)>& body) {
+    AMINO_ASSIGN_OR_RETURN(Transaction call, fs_->Begin(&app, nowait_));
+    if (Status st = body(call); !st.ok()) {
+      (void)call.Abort();
+      return st;
+    }
+    return call.Commit();
+  }
+  Status OpenIn(Transaction& app, const char* path, int flags, FileId* id = nullptr) {
+    return Call(app, [&](Transaction& t) -> Status {
+      AMINO_ASSIGN_OR_RETURN(OpenResult o, fs_->Open(t, Cred::Root(), path, flags));
+      if (id) *id = o.id;
+      return Status::Ok();
+    });
+  }
+  TxnOptions nowait_;
+};
+
+TEST_F(AppTxnOpenTest, TransactionsTakeTurnsAtAFileNotAtItsNeighbours) {
+  Transaction first = App();
+  Transaction second = App();
+  ASSERT_TRUE(OpenIn(first, "/a", O_RDONLY).ok());
+  Status other_file = OpenIn(second, "/b", O_RDONLY);
+  EXPECT_TRUE(other_file.ok()) << "an open of /a held off an open of /b: " << other_file.message();
+  Status same_file = OpenIn(second, "/a", O_RDONLY);
+  EXPECT_TRUE(same_file.is_conflict()) << same_file.message();
+  // A plain call (no application transaction) is not held off.
+  Result<Stat> st = root().GetStat("/a");
+  EXPECT_TRUE(st.ok()) << st.status().message();
+  ASSERT_TRUE(first.Abort().ok());  // its turn ends with it
+  EXPECT_TRUE(OpenIn(second, "/a", O_RDONLY).ok());
+  ASSERT_TRUE(second.Abort().ok());
+}
+
+TEST_F(AppTxnOpenTest, AWriterIsNeverHeldOffByALaterOpenerOfANeighbour) {
+  // Both open to write, then the first writes: had both only read the page the two records
+  // share, each write would wait for the other's read lock (a deadlock, a transaction lost).
+  Transaction first = App();
+  Transaction second = App();
+  FileId a = 0;
+  ASSERT_TRUE(OpenIn(first, "/a", O_WRONLY | O_APPEND, &a).ok());
+  const Status later = OpenIn(second, "/b", O_WRONLY | O_APPEND);
+  EXPECT_TRUE(later.ok() || later.is_conflict()) << later.message();
+  Status wrote = Call(
+      first, [&](Transaction& t) { return fs_->Append(t, Cred::Root(), a, "more", 4).status(); });
+  EXPECT_TRUE(wrote.ok()) << wrote.message();
+  ASSERT_TRUE(first.Commit().ok());
+  ASSERT_TRUE(second.Abort().ok());
+  Result<Stat> st = root().GetStat("/a");
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->attr.size, 5u);
 }
 
 TEST_F(OpenTest, RemovedDirectoryStillOpenListsNothing) {
