@@ -126,6 +126,7 @@ Result<std::unique_ptr<FileSystem>> FileSystem::Open(const std::string& dir,
   Store::Options so;
   so.cache_bytes = options.cache_bytes;
   so.force_recovery = options.force_recovery;
+  so.zero_log = options.zero_log;
   AMINO_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, Store::Open(dir, so));
   std::unique_ptr<FileSystem> fs(new FileSystem(dir, std::move(store)));
   if (fs->store_->sole_user()) {

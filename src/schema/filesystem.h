@@ -68,6 +68,7 @@ struct MkfsOptions {
 struct OpenOptions {
   size_t cache_bytes = 128 << 20;  // Berkeley DB cache (see Store::Options)
   bool force_recovery = false;     // run recovery even if not needed (fails if others use it)
+  bool zero_log = false;           // for flushed commits (see Store::Options)
 };
 
 class FileSystem {

@@ -94,6 +94,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, const Options
   }
   AMINO_RETURN_IF_ERROR(CreateEnv(&s->env_, options.cache_bytes));
   DB_ENV* env = s->env_;
+  if (options.zero_log || options.create) env->log_set_config(env, DB_LOG_ZERO, 1);
   int ret = env->open(env, dir.c_str(), flags, kFileMode);
   if (ret == EACCES || ret == EPERM) return PermissionDenied(dir, dir + ": open environment", ret);
   if (ret != 0) return Fail(ret, dir + ": open environment");

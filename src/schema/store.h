@@ -29,6 +29,10 @@ class Store {
     bool force_recovery = false;     // run recovery even if another process seems alive
     // With `create`: the layout made (records.h, Superblock::format). Tests make format 1.
     uint32_t format = kFormat;
+    // New log files are written with zeros when made (DB_LOG_ZERO), as `create` does for the
+    // first: a commit flushed to a log that grows makes the file system commit its size too,
+    // a second write per flush; within a file already written it flushes the log alone.
+    bool zero_log = false;
   };
   // Opens the environment in `dir`. When no other process has it open, runs recovery and says
   // so through sole_user(); the caller then clears state left by dead processes.

@@ -9,11 +9,13 @@
 namespace amino::monitor::service {
 
 schema::Result<std::vector<std::unique_ptr<MountFs>>> OpenMountFileSystems(
-    const mounts::MountTable& table, bool sync) {
+    const mounts::MountTable& table, bool sync, bool flushes) {
   std::vector<std::unique_ptr<MountFs>> out;
   unsigned index = 0;
   for (const mounts::Mount& m : table.mounts()) {
+    const bool flushed = m.durability ? *m.durability == mounts::Durability::kSync : sync;
     schema::OpenOptions options;
+    options.zero_log = flushed || flushes;
     // Large enough for the working set of the workloads in bench/: a dirty 64 KiB Data page
     // evicted from a small cache is checksummed and written, then read back and verified on
     // the next access; in a 16 MiB cache that was 40% of the monitor's time under Postmark.
@@ -38,7 +40,6 @@ schema::Result<std::vector<std::unique_ptr<MountFs>>> OpenMountFileSystems(
     auto mfs = std::make_unique<MountFs>();
     mfs->mount = &m;
     mfs->fs = std::move(opened).value();
-    const bool flushed = m.durability ? *m.durability == mounts::Durability::kSync : sync;
     mfs->durability = flushed ? schema::Durability::kSync : schema::Durability::kWriteNoSync;
     // Major 0 is the kernel's range for devices that are no block device (tmpfs, proc): the
     // minor is derived from the database directory, so it is stable across runs.

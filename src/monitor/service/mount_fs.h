@@ -57,9 +57,10 @@ struct MountFs {
 };
 
 // Every mount of `table` opened (running recovery where a previous user died). `sync`: every
-// top-level commit is flushed, unless the mount says otherwise. Errors read "MOUNT: why".
+// top-level commit is flushed, unless the mount says otherwise; `flushes`: some commits are
+// (application commits, or before output leaves the tree). Errors read "MOUNT: why".
 schema::Result<std::vector<std::unique_ptr<MountFs>>> OpenMountFileSystems(
-    const mounts::MountTable& table, bool sync);
+    const mounts::MountTable& table, bool sync, bool flushes);
 
 // How a serviced call's transaction ended.
 struct CallOutcome {

@@ -30,7 +30,8 @@ namespace amino::monitor::service {
 
 schema::Result<std::unique_ptr<MountHandler>> MountHandler::Create(mounts::MountTable table,
                                                                    const ServiceOptions& options) {
-  auto opened = OpenMountFileSystems(table, options.sync);
+  auto opened =
+      OpenMountFileSystems(table, options.sync, options.flush_user_commits || options.external);
   if (!opened.ok()) return opened.status();
   return std::unique_ptr<MountHandler>(
       new MountHandler(std::move(table), std::move(opened).value(), options));
