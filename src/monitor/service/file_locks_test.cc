@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "monitor/service/scratch_mount_test.h"
 #include "schema/filesystem.h"
 
 namespace amino::monitor::service {
@@ -30,23 +31,12 @@ struct flock Range(short type, off_t start, off_t len) {
   return fl;
 }
 
-class FileLocksTest : public ::testing::Test {
+class FileLocksTest : public ScratchMountTest {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/dev/shm/amino-locks-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
-    ASSERT_TRUE(schema::FileSystem::Mkfs(root_ + "/db").ok());
-    auto fs = schema::FileSystem::Open(root_ + "/db");
-    ASSERT_TRUE(fs.ok());
-    mfs_.fs = std::move(*fs);
-  }
   void TearDown() override {
     ReleaseProcessLocks(kProcessA, nullptr);
     ReleaseProcessLocks(kProcessB, nullptr);
-    mfs_.fs.reset();
-    std::string cmd = "rm -rf '" + root_ + "'";
-    ASSERT_EQ(std::system(cmd.c_str()), 0);
+    ScratchMountTest::TearDown();
   }
 
   // A new open file description of stored file `id`.
@@ -64,9 +54,6 @@ class FileLocksTest : public ::testing::Test {
     struct flock fl = Range(type, start, len);
     return FcntlLock(f, who, cmd, &fl);
   }
-
-  std::string root_;
-  MountFs mfs_;
 };
 
 TEST_F(FileLocksTest, RecordLocksConflictBetweenProcessesNeverWithinOne) {

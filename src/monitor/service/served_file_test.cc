@@ -12,30 +12,14 @@
 #include <memory>
 #include <string>
 
+#include "monitor/service/scratch_mount_test.h"
 #include "schema/filesystem.h"
 
 namespace amino::monitor::service {
 namespace {
 
-class ServedFileTest : public ::testing::Test {
+class ServedFileTest : public ScratchMountTest {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/dev/shm/amino-served-file-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
-    ASSERT_TRUE(schema::FileSystem::Mkfs(root_ + "/db").ok());
-    auto fs = schema::FileSystem::Open(root_ + "/db");
-    ASSERT_TRUE(fs.ok());
-    mfs_.fs = std::move(*fs);
-    mount_.point = root_ + "/mp";
-    mfs_.mount = &mount_;
-  }
-  void TearDown() override {
-    mfs_.fs.reset();
-    std::string cmd = "rm -rf '" + root_ + "'";
-    ASSERT_EQ(std::system(cmd.c_str()), 0);
-  }
-
   // A description of a new file `path` as an open through the monitor makes it (counted).
   std::unique_ptr<ServedFile> Open(const std::string& path, int flags) {
     auto f = std::make_unique<ServedFile>();
@@ -62,14 +46,18 @@ class ServedFileTest : public ::testing::Test {
     return out;
   }
 
+  // The access time of `path` set to `sec` seconds, its other times left alone.
+  schema::Status SetAtime(const std::string& path, time_t sec) {
+    return mfs_.fs->Run([&](schema::Transaction& t) {
+      timespec times[2] = {{sec, 0}, {UTIME_OMIT, UTIME_OMIT}};
+      return mfs_.fs->Utimens(t, schema::Cred::Root(), path, times, true);
+    });
+  }
+
   schema::Status Unlink(const std::string& path) {
     return mfs_.fs->Run(
         [&](schema::Transaction& t) { return mfs_.fs->Unlink(t, schema::Cred::Root(), path); });
   }
-
-  std::string root_;
-  mounts::Mount mount_;
-  MountFs mfs_;
 };
 
 TEST(ServedFileModeTest, AccessModesAsTheKernelReadsThem) {
@@ -132,12 +120,7 @@ TEST_F(ServedFileTest, AnAccessTouchesTheAccessTimeByRelatimeOnce) {
   // Written just now: atime is not after mtime, so an access updates it.
   auto before = StatOf(f->id);
   ASSERT_TRUE(before.ok());
-  ASSERT_TRUE(mfs_.fs
-                  ->Run([&](schema::Transaction& t) -> schema::Status {
-                    timespec old[2] = {{1, 0}, {UTIME_OMIT, UTIME_OMIT}};
-                    return mfs_.fs->Utimens(t, schema::Cred::Root(), "/f", old, true);
-                  })
-                  .ok());
+  ASSERT_TRUE(SetAtime("/f", 1).ok());
   NoteDataAccess(*f);
   auto after = StatOf(f->id);
   ASSERT_TRUE(after.ok());
@@ -152,12 +135,7 @@ TEST_F(ServedFileTest, AnAccessTouchesTheAccessTimeByRelatimeOnce) {
 
 TEST_F(ServedFileTest, ONoatimeLeavesTheAccessTimeAlone) {
   std::unique_ptr<ServedFile> f = Open("/f", O_RDONLY | O_NOATIME);
-  ASSERT_TRUE(mfs_.fs
-                  ->Run([&](schema::Transaction& t) -> schema::Status {
-                    timespec old[2] = {{1, 0}, {UTIME_OMIT, UTIME_OMIT}};
-                    return mfs_.fs->Utimens(t, schema::Cred::Root(), "/f", old, true);
-                  })
-                  .ok());
+  ASSERT_TRUE(SetAtime("/f", 1).ok());
   NoteDataAccess(*f);
   auto after = StatOf(f->id);
   ASSERT_TRUE(after.ok());

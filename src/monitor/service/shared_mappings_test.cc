@@ -14,6 +14,7 @@
 #include <cstring>
 #include <string>
 
+#include "monitor/service/scratch_mount_test.h"
 #include "schema/filesystem.h"
 
 namespace amino::monitor::service {
@@ -28,23 +29,8 @@ std::string Pattern(size_t len, char salt) {
   return s;
 }
 
-class SharedMappingsTest : public ::testing::Test {
+class SharedMappingsTest : public ScratchMountTest {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/dev/shm/amino-mappings-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
-    ASSERT_TRUE(schema::FileSystem::Mkfs(root_ + "/db").ok());
-    auto fs = schema::FileSystem::Open(root_ + "/db");
-    ASSERT_TRUE(fs.ok());
-    mfs_.fs = std::move(*fs);
-  }
-  void TearDown() override {
-    mfs_.fs.reset();
-    std::string cmd = "rm -rf '" + root_ + "'";
-    ASSERT_EQ(std::system(cmd.c_str()), 0);
-  }
-
   schema::FileId Store(const std::string& path, const std::string& bytes) {
     schema::FileId id = 0;
     schema::Status st = mfs_.fs->Run([&](schema::Transaction& t) -> schema::Status {
@@ -94,9 +80,6 @@ class SharedMappingsTest : public ::testing::Test {
     EXPECT_NE(p, MAP_FAILED);
     return p == MAP_FAILED ? nullptr : static_cast<char*>(p);
   }
-
-  std::string root_;
-  MountFs mfs_;
 };
 
 TEST_F(SharedMappingsTest, TheMappingFileStartsAsTheStoredBytes) {
