@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "monitor/host/host_handler.h"
+#include "monitor/tracee_iovecs.h"
 #include "monitor/tracee_memory.h"
 
 namespace amino::monitor::host {
@@ -23,19 +24,9 @@ namespace amino::monitor::host {
 namespace {
 
 constexpr size_t kChunk = 1 << 20;
-constexpr size_t kMaxRw = 0x7ffff000;  // MAX_RW_COUNT: the kernel's cap on one transfer
+constexpr size_t kMaxRw = kMaxRwCount;
 
 long Result(long r) { return r < 0 ? -errno : r; }
-
-// Reads the tracee's iovec array (as the kernel: EINVAL beyond UIO_MAXIOV, EFAULT).
-long ReadIovecs(Thread& t, uint64_t addr, long count, std::vector<iovec>* out) {
-  if (count < 0 || count > IOV_MAX) return -EINVAL;
-  out->resize(static_cast<size_t>(count));
-  if (count && ReadMemory(*t.proc, addr, out->data(), out->size() * sizeof(iovec)) != 0) {
-    return -EFAULT;
-  }
-  return 0;
-}
 
 // A transfer of no bytes still makes the host call, with buffers of the same shape: the kernel
 // checks the descriptor's access mode (EBADF), the file type (EISDIR for read(2) of a
@@ -198,7 +189,8 @@ Decision Transfer(Thread& t, SyscallRegs& call, int fd, const Creds& c) {
       if ((nr == SYS_preadv2 || nr == SYS_pwritev2) && off < -1) return Decision::Emulate(-EINVAL);
       const bool reading = nr == SYS_readv || nr == SYS_preadv || nr == SYS_preadv2;
       if ((r = AccessError(fd, reading)) < 0) return Decision::Emulate(r);
-      if ((r = ReadIovecs(t, a1, static_cast<long>(a2), &iov)) < 0) return Decision::Emulate(r);
+      size_t total = 0;
+      if ((r = ImportIovecs(*t.proc, a1, a2, &iov, &total)) < 0) return Decision::Emulate(r);
       int rwf = (nr == SYS_preadv2 || nr == SYS_pwritev2) ? static_cast<int>(call.arg(5)) : 0;
       if (reading) return Decision::Emulate(ReadInto(t, fd, iov, off, rwf, true));
       std::optional<AsTracee> as;

@@ -19,12 +19,12 @@
 #include <vector>
 
 #include "monitor/service/mount_handler.h"
+#include "monitor/tracee_iovecs.h"
 
 namespace amino::monitor::service::fd_calls {
 
-inline constexpr size_t kMaxRw = 0x7ffff000;             // MAX_RW_COUNT: the cap on one transfer
-inline constexpr uint64_t kUserEnd = 0x7ffffffff000ULL;  // TASK_SIZE_MAX: access_ok's limit
-inline constexpr int kRwfSupported = 0x1ff;              // RWF_HIPRI .. RWF_NOSIGNAL
+inline constexpr size_t kMaxRw = kMaxRwCount;
+inline constexpr int kRwfSupported = 0x1ff;  // RWF_HIPRI .. RWF_NOSIGNAL
 inline constexpr int kRwfNoWait = 0x08, kRwfAppend = 0x10, kRwfNoAppend = 0x20, kRwfAtomic = 0x40;
 inline constexpr int kRwfDsync = 0x02, kRwfSync = 0x04;
 inline constexpr size_t kChunk = 1 << 20;
@@ -60,14 +60,8 @@ inline bool CanWrite(const ServedFile& f) {
   return !(f.flags & O_PATH) && (f.access_mode() == O_WRONLY || f.access_mode() == O_RDWR);
 }
 
-// access_ok: [addr, addr + len) lies in user space.
-bool AccessOk(uint64_t addr, uint64_t len);
 // rw_verify_area: the range [pos, pos + count) must be representable.
 long VerifyArea(int64_t pos, uint64_t count);
-// The tracee's iovec array as import_iovec takes it: EINVAL beyond UIO_MAXIOV or for a negative
-// length, EFAULT for the array or a segment outside user space; the total capped at
-// MAX_RW_COUNT.
-long ImportIovecs(Thread& t, uint64_t addr, uint64_t count, std::vector<iovec>* out, size_t* total);
 // RWF_* flags as ext4 takes them for a buffered transfer.
 long CheckRwf(int rwf, bool dir);
 // Copies up to `len` bytes from the tracee: the number readable before the first fault.

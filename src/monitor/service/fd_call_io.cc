@@ -34,31 +34,9 @@
 
 namespace amino::monitor::service::fd_calls {
 
-bool AccessOk(uint64_t addr, uint64_t len) {
-  const uint64_t end = addr + len;
-  return end >= addr && end <= kUserEnd;
-}
-
 long VerifyArea(int64_t pos, uint64_t count) {
   if (pos < 0) return -EINVAL;
   if (count > static_cast<uint64_t>(kOffsetMax - pos)) return -EINVAL;
-  return 0;
-}
-
-long ImportIovecs(Thread& t, uint64_t addr, uint64_t count, std::vector<iovec>* out,
-                  size_t* total) {
-  *total = 0;
-  if (count > IOV_MAX) return -EINVAL;
-  out->resize(count);
-  if (count && ReadMemory(*t.proc, addr, out->data(), count * sizeof(iovec)) != 0) return -EFAULT;
-  for (const iovec& v : *out) {
-    if (static_cast<ssize_t>(v.iov_len) < 0) return -EINVAL;
-  }
-  for (iovec& v : *out) {
-    if (!AccessOk(reinterpret_cast<uint64_t>(v.iov_base), v.iov_len)) return -EFAULT;
-    v.iov_len = std::min(v.iov_len, kMaxRw - *total);
-    *total += v.iov_len;
-  }
   return 0;
 }
 
@@ -251,10 +229,10 @@ Decision Transfer(FdCall& c, SyscallRegs& call) {
   std::vector<iovec> iov;
   size_t total = 0;
   if (vectored) {
-    if (long r = ImportIovecs(t, a1, a2, &iov, &total)) return Emulate(r);
+    if (long r = ImportIovecs(*t.proc, a1, a2, &iov, &total)) return Emulate(r);
     if (total == 0) return Emulate(0);
   } else {
-    if (!AccessOk(a1, a2)) return Emulate(-EFAULT);
+    if (!UserRangeOk(a1, a2)) return Emulate(-EFAULT);
     total = std::min<uint64_t>(a2, kMaxRw);
     iov = {{reinterpret_cast<void*>(a1), total}};
   }
