@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "monitor/host/host_handler.h"
+#include "monitor/syscall_table.h"
 #include "monitor/tracee_iovecs.h"
 #include "monitor/tracee_memory.h"
 
@@ -368,18 +369,10 @@ Decision HostHandler::DataCall(Thread& t, SyscallRegs& call, HostFile& f) {
   const uint64_t a1 = call.arg(1), a2 = call.arg(2), a3 = call.arg(3);
   const Creds& c = CredsOf(t);
   long r;
+  if (const Family family = FamilyOf(nr); family == Family::kRead || family == Family::kWrite) {
+    return Transfer(t, call, f.fd, c);
+  }
   switch (nr) {
-    case SYS_read:
-    case SYS_pread64:
-    case SYS_write:
-    case SYS_pwrite64:
-    case SYS_readv:
-    case SYS_preadv:
-    case SYS_preadv2:
-    case SYS_writev:
-    case SYS_pwritev:
-    case SYS_pwritev2:
-      return Transfer(t, call, f.fd, c);
     case SYS_lseek:
       return Decision::Emulate(Result(lseek(fd, static_cast<off_t>(a1), static_cast<int>(a2))));
     case SYS_fstat: {

@@ -224,19 +224,11 @@ Decision MountHandler::ServeFd(Thread& t, SyscallRegs& call, ServedFile& f) {
 
   if (is_path && !AllowedOnPath(nr)) return Emulate(-EBADF);
 
+  if (const Family family = FamilyOf(nr); family == Family::kRead || family == Family::kWrite) {
+    return Transfer(c, call);
+  }
   switch (nr) {
     // --- data
-    case SYS_read:
-    case SYS_pread64:
-    case SYS_readv:
-    case SYS_preadv:
-    case SYS_preadv2:
-    case SYS_write:
-    case SYS_pwrite64:
-    case SYS_writev:
-    case SYS_pwritev:
-    case SYS_pwritev2:
-      return Transfer(c, call);
     case SYS_lseek:
       return Seek(c, static_cast<int64_t>(a1), static_cast<int>(a2));
     case SYS_getdents:
