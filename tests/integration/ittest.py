@@ -33,19 +33,20 @@ the scenarios with a size use a bigger one.
 """
 
 import collections
-import difflib
-import fnmatch
-import hashlib
 import os
 import resource
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
 import time
 import unittest
+
+# Re-exported: the scenario tests import them from here.
+from itprocs import alive, process_state, wait_for  # noqa: F401
+from ittree import (FIXED_TIME, diff_trees, first_difference, set_fixed_times,  # noqa: F401
+                    snapshot, write)
 
 AMINO = os.environ.get("AMINO")
 PROGRAMS = os.environ.get("AMINO_IT_PROGRAMS")
@@ -80,7 +81,6 @@ DEADLINE = None
 SKIP_CODE = 77
 
 # Every file the scenarios start from carries this mtime, so listings that show times agree.
-FIXED_TIME = 1622548800  # 2021-06-01 12:00:00 UTC
 
 # mount_problems: what went wrong with the Amino mount of the run (mount modes), as messages.
 Outcome = collections.namedtuple("Outcome", "status stdout stderr tree scratch mount_problems",
@@ -306,102 +306,6 @@ def base_env(home):
 # Files
 
 
-def write(root, rel, data=b"", mode=0o644):
-    path = os.path.join(root, rel)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    if isinstance(data, str):
-        data = data.encode()
-    with open(path, "wb") as f:
-        f.write(data)
-    os.chmod(path, mode)
-    return path
-
-
-def set_fixed_times(root):
-    """Gives every entry under root (root included) the same atime and mtime."""
-    for dirpath, dirnames, filenames in os.walk(root, topdown=False):
-        for name in filenames + dirnames:
-            os.utime(os.path.join(dirpath, name), (FIXED_TIME, FIXED_TIME),
-                     follow_symlinks=False)
-    os.utime(root, (FIXED_TIME, FIXED_TIME))
-
-
-def snapshot(root, volatile=()):
-    """What a user sees of a tree: for each path, its type, permission bits, owner, link count,
-    extended attributes (ACLs included), size and contents (regular files, the scratch path in
-    them normalised) or target (symlinks).
-    Directory sizes are left out: they depend on the file system's history, not on the calls
-    made. Paths in `volatile` (relative, fnmatch patterns) keep no size and contents: those vary
-    from run to run natively too."""
-    tree = {}
-    root_bytes = os.fsencode(root)
-
-    def visit(rel):
-        path = os.path.join(root, rel) if rel else root
-        st = os.lstat(path)
-        kind = stat.S_IFMT(st.st_mode)
-        entry = {"type": kind, "mode": oct(stat.S_IMODE(st.st_mode)), "uid": st.st_uid,
-                 "gid": st.st_gid}
-        if not stat.S_ISDIR(st.st_mode):
-            entry["nlink"] = st.st_nlink
-        if not stat.S_ISLNK(st.st_mode):
-            names = sorted(os.listxattr(path, follow_symlinks=False))
-            if names:
-                entry["xattrs"] = {n: os.getxattr(path, n, follow_symlinks=False) for n in names}
-        is_volatile = any(fnmatch.fnmatch(rel, p) for p in volatile)
-        if stat.S_ISREG(st.st_mode) and not is_volatile:
-            with open(path, "rb") as f:
-                data = f.read().replace(root_bytes, b"$SCRATCH")
-            entry["size"] = st.st_size
-            entry["sha256"] = hashlib.sha256(data).hexdigest()
-            if len(data) <= 200:
-                entry["data"] = data
-        elif stat.S_ISLNK(st.st_mode):
-            entry["target"] = os.readlink(path).replace(root, "$SCRATCH")
-        elif stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
-            entry["rdev"] = st.st_rdev
-        tree[rel or "."] = entry
-        if stat.S_ISDIR(st.st_mode):
-            for name in sorted(os.listdir(path)):
-                visit(os.path.join(rel, name) if rel else name)
-
-    visit("")
-    return tree
-
-
-def diff_trees(want, got, limit=25):
-    lines = []
-    for rel in sorted(set(want) | set(got)):
-        if rel not in got:
-            lines.append(f"  missing: {rel} {want[rel]}")
-        elif rel not in want:
-            lines.append(f"  unexpected: {rel} {got[rel]}")
-        elif want[rel] != got[rel]:
-            fields = sorted(k for k in set(want[rel]) | set(got[rel])
-                            if want[rel].get(k) != got[rel].get(k))
-            detail = ", ".join(f"{k}: native {want[rel].get(k)!r} vs {got[rel].get(k)!r}"
-                               for k in fields)
-            lines.append(f"  differs: {rel}: {detail}")
-        if len(lines) >= limit:
-            lines.append("  ...")
-            break
-    return lines
-
-
-# ---------------------------------------------------------------------------------------------
-# Processes
-
-
-def wait_for(predicate, timeout=10.0, interval=0.02):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    return predicate()
-
-
 def read_pidfile(path, proc=None, timeout=10.0):
     """The pid written to path (a complete line). Fails at once if proc, the process expected
     to write it, ends first."""
@@ -427,21 +331,6 @@ def read_pidfile(path, proc=None, timeout=10.0):
                                  f"stderr:\n{err.decode(errors='replace')[-2000:]}")
         raise AssertionError(f"no pid in {path} after {timeout} s")
     return pid
-
-
-def process_state(pid):
-    """The one-letter state of pid from /proc (R, S, T, t, Z, ...), or None when it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            text = f.read()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    return text[text.rindex(")") + 2]
-
-
-def alive(pid):
-    state = process_state(pid)
-    return state is not None and state not in ("Z", "X")
 
 
 class ScenarioTest(unittest.TestCase):
@@ -620,13 +509,3 @@ class ScenarioTest(unittest.TestCase):
             mount.reported = True
         if problems:
             self.fail(f"{mode}: {' '.join(argv)}\n" + "\n".join(problems))
-
-
-def first_difference(a, b, context=2, limit=60):
-    """The differences between two outputs, as a unified diff (native: -, amino: +)."""
-    al = a.decode(errors="replace").splitlines()
-    bl = b.decode(errors="replace").splitlines()
-    diff = list(difflib.unified_diff(al, bl, "native", "amino", n=context, lineterm=""))
-    if len(diff) > limit:
-        diff = diff[:limit] + [f"... ({len(diff) - limit} more diff lines)"]
-    return "\n".join("   " + line for line in diff)
