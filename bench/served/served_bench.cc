@@ -133,6 +133,8 @@ struct Kind {
   std::function<void(Fixture&, int n)> after = nullptr;   // after each round
 };
 
+// Long by design: the table of kinds, one entry (set-up, operation, clean-up) per row of the
+// report.
 const std::vector<Kind>& Kinds() {
   static const std::vector<Kind> kinds = {
       {.name = "stat",

@@ -235,6 +235,8 @@ int RunWorkload(const std::string& dir, Mode mode, uint64_t first_seq, uint64_t 
   }
 }
 
+// Long by design: the checks after a crash in the order they depend on each other (the open
+// and its recovery, fsck, what dead processes left, every acknowledged operation).
 CheckResult CheckState(const std::string& dir, const Expectation& expect) {
   CheckResult r;
   auto opened = FileSystem::Open(dir);

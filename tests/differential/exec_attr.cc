@@ -61,6 +61,7 @@ gid_t Executor::GroupChoice(int64_t i) const {
   return privileged_ ? kRoot[i] : kUser[i];
 }
 
+// Long by design: one case per call, each the call and its one-line record; a table.
 bool Executor::RunAttribute(const Op& op, std::string* line) {
   std::string& s = *line;
   const int fd = Fd(op.slot);

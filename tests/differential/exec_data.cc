@@ -80,6 +80,7 @@ char DirentType(unsigned char t) {
 
 }  // namespace
 
+// Long by design: one case per call, each the call and its one-line record; a table.
 bool Executor::RunData(const Op& op, std::string* line) {
   std::string& s = *line;
   const int fd = Fd(op.slot);

@@ -49,6 +49,7 @@ std::string Executor::Run(const Op& op) {
   return "unknown op " + std::to_string(static_cast<int>(op.kind));
 }
 
+// Long by design: one case per call, each the call and its one-line record; a table.
 bool Executor::RunDescriptor(const Op& op, std::string* line) {
   std::string& s = *line;
   const std::string to = "->" + SlotText(op.dst);

@@ -16,6 +16,7 @@
 
 namespace amino::fuzz {
 
+// Long by design: one case per call, each the call and its one-line record; a table.
 bool Executor::RunNamespace(const Op& op, std::string* line) {
   std::string& s = *line;
   const std::string name = NameText(op.name);

@@ -229,6 +229,8 @@ Use SlotUse(Kind k) {
   }
 }
 
+// Long by design: one case per operation kind, each drawing that call's arguments (error cases
+// included); the table reads best whole.
 Op Make(Rng& r, const SlotGuess& slots) {
   Op op;
   op.kind = PickKind(r);

@@ -263,6 +263,8 @@ std::string FlagsString(int f) {
   return s;
 }
 
+// Long by design: one case per operation kind, each drawing that call's arguments; the table
+// reads best whole.
 std::vector<Op> Generate(uint64_t seed, size_t n) {
   Gen g(seed);
   std::vector<Op> ops;

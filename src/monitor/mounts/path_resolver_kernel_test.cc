@@ -443,7 +443,8 @@ TEST_F(PathResolverKernelTest, RandomPaths) {
 }
 
 // Calls whose outcome depends on a trailing slash or a last "." / "..": the resolver keeps
-// them for the schema and for the kernel.
+// them for the schema and for the kernel. Long by design: one table of cases, each the same
+// check against the kernel.
 TEST_F(PathResolverKernelTest, TrailingSlashAndLastDotReachTheCall) {
   Base root{"", false, "", ""};
   auto both =

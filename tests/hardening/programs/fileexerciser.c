@@ -389,6 +389,8 @@ static void Open(struct File* file, const char* dir, const char* name) {
   file->size = 0;
 }
 
+/* Long by design: the exerciser's loop is one switch over operation kinds, each checked against
+ * the model at once; split, the model's state would have to travel through every piece. */
 int main(int argc, char** argv) {
   if (argc < 4 || argc > 5 || (argc == 5 && strcmp(argv[4], "--plant-loss") != 0)) {
     fprintf(stderr, "usage: fileexerciser DIR SEED OPS [--plant-loss]\n");

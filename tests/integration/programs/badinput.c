@@ -25,6 +25,8 @@ static void report(const char* what, long r) {
     report(what, (expr)); \
   } while (0)
 
+/* Long by design: a script of bad inputs, each reporting one line; the output's order is the
+ * source's. */
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   void* bad = (void*)16;

@@ -43,6 +43,8 @@ static int child_status(pid_t pid) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* Long by design: a script of scenarios, each printing the lines the test compares with a
+ * native run; kept in one function so the output's order is the source's. */
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
 

@@ -89,6 +89,8 @@ static const char* as_nobody(const char* path, int flags) {
   }
 }
 
+/* Long by design: a script of scenarios, each printing the lines the test compares with a
+ * native run; kept in one function so the output's order is the source's. */
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   umask(022);
