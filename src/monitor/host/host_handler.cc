@@ -152,6 +152,15 @@ Decision HostHandler::OnEntry(Thread& t, SyscallRegs& call) {
   return PathCall(t, call);
 }
 
+Decision HostHandler::PerformInstead(Thread& t, SyscallRegs& with) {
+  instead_ = true;
+  Decision d = OnEntry(t, with);
+  instead_ = false;
+  // Passed on, the call would run on the paths the tracee gave, which lead elsewhere.
+  if (d.kind == Decision::Kind::kPass) return Decision::Emulate(-ENOSYS);
+  return d;
+}
+
 Decision HostHandler::Mmap(Thread& t, SyscallRegs& call) {
   const uint64_t flags = call.arg(3);
   std::shared_ptr<HostFile> f =

@@ -38,6 +38,11 @@ class HostHandler : public CallHandler {
   // (no shadow: /proc shows the directory, fchdir and getdents are the kernel's).
   Decision OpenInstead(Thread& t, SyscallRegs& call, const std::string& host_path,
                        const open_how& how);
+  // Any other notified call whose path arguments the caller replaced (`with`) by absolute host
+  // paths in the shared region: the kernel would run it with the tracee's own arguments, so
+  // the monitor performs it, on paths under /proc, /sys and /dev too (which OnEntry leaves to
+  // the kernel). A call the monitor cannot perform fails with ENOSYS, never as the tracee made it.
+  Decision PerformInstead(Thread& t, SyscallRegs& with);
 
  private:
   // What a thread's rewritten call needs at its exit.
@@ -98,6 +103,7 @@ class HostHandler : public CallHandler {
 
   CredCache creds_;
   bool umask_cleared_ = false;
+  bool instead_ = false;  // within PerformInstead: no call is left to the kernel
   std::unordered_map<pid_t, Pending> pending_;
 };
 

@@ -456,7 +456,7 @@ Decision HostHandler::PathCall(Thread& t, SyscallRegs& call) {
     }
     if (err) return second_path_error(-err);
     if (p.path.empty() && !empty_allowed) return second_path_error(-ENOENT);
-    if (!via_shadow && IsKernelPath(p.path)) return Decision::Pass();
+    if (!via_shadow && !instead_ && IsKernelPath(p.path)) return Decision::Pass();
     int dfd = ResolveDirFd(t, dirfd, p.path, p.holder);
     if (dfd < 0 && dfd != AT_FDCWD) return second_path_error(dfd);
     p.dirfd = dfd;

@@ -206,7 +206,7 @@ Decision OnHostPair(Thread& t, SyscallRegs& call, const int args[2], const Targe
       if (!addr) return Decision::Emulate(-ENAMETOOLONG);
       with.set_arg(args[i], addr);
     }
-    return host.OnEntry(t, with);
+    return host.PerformInstead(t, with);
   }
   Decision d = substitute(args[0], targets[0].path);
   if (d.kind != Decision::Kind::kObserveExit) return d;

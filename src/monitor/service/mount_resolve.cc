@@ -357,7 +357,7 @@ Decision MountHandler::Substitute(Thread& t, SyscallRegs& call, int arg,
     if (info && arg > 0 && info->args[arg - 1] == Arg::kDirFd) {
       with.set_arg(arg - 1, static_cast<uint64_t>(static_cast<int64_t>(AT_FDCWD)));
     }
-    return host_.OnEntry(t, with);
+    return host_.PerformInstead(t, with);
   }
   if (!EnsureRegion(t, call, &restart)) return restart;
   uint64_t addr = t.proc->region->Put(t.tid, 4096 * static_cast<size_t>(arg & 3), host_path + '\0');
