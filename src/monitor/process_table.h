@@ -17,6 +17,9 @@ namespace amino::monitor {
 // An open file description the monitor services (a shadow descriptor's target).
 struct OpenFile {
   virtual ~OpenFile() = default;
+  // The inode of the kernel object the tracee holds in the file's place (a placeholder), to
+  // recognise it when it is passed on; 0 when the tracee holds the kernel's own descriptor.
+  ino_t placeholder_ino = 0;
 };
 
 struct FdTable {

@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -144,23 +145,16 @@ void ScopedFd::reset(int fd) {
   fd_ = fd;
 }
 
+const std::vector<long>& CredentialCalls() {
+  static const std::vector<long> calls = {SYS_setuid,    SYS_setgid,    SYS_setreuid, SYS_setregid,
+                                          SYS_setresuid, SYS_setresgid, SYS_setfsuid, SYS_setfsgid,
+                                          SYS_setgroups, SYS_capset,    SYS_umask};
+  return calls;
+}
+
 bool ChangesCredentials(long nr) {
-  switch (nr) {
-    case SYS_setuid:
-    case SYS_setgid:
-    case SYS_setreuid:
-    case SYS_setregid:
-    case SYS_setresuid:
-    case SYS_setresgid:
-    case SYS_setfsuid:
-    case SYS_setfsgid:
-    case SYS_setgroups:
-    case SYS_capset:
-    case SYS_umask:
-      return true;
-    default:
-      return false;
-  }
+  const std::vector<long>& calls = CredentialCalls();
+  return std::find(calls.begin(), calls.end(), nr) != calls.end();
 }
 
 bool HoldsAnyIn(const FdTable& fds, uint64_t lo, uint64_t hi) {

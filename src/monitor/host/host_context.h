@@ -35,7 +35,6 @@ bool SameCredentials(const Creds& a, const Creds& b);
 // opened, and the placeholder (a memfd) the tracee holds in its place.
 struct HostFile : OpenFile {
   int fd = -1;
-  ino_t placeholder_ino = 0;
   // The credentials the tracee opened the file with, where known.
   std::optional<Creds> opener;
   ~HostFile() override;
@@ -91,6 +90,7 @@ class ScopedFd {
 std::shared_ptr<HostFile> ShadowOf(Thread& t, int fd);
 // Calls after which what the monitor caches of the calling thread's credentials and umask is
 // stale (glibc makes every thread issue them itself, so per-thread invalidation suffices).
+const std::vector<long>& CredentialCalls();
 bool ChangesCredentials(long nr);
 // Whether `fds` has an entry (a shadow or served descriptor) numbered from `lo` to `hi`.
 bool HoldsAnyIn(const FdTable& fds, uint64_t lo, uint64_t hi);

@@ -429,7 +429,7 @@ Decision HostHandler::DataCall(Thread& t, SyscallRegs& call, HostFile& f) {
     default:
       return Decision::Emulate(-EINVAL);
   }
-  return PathCall(t, call);
+  return PathCall(t, call, CredsOf(t));
 }
 
 }  // namespace amino::monitor::host

@@ -1,5 +1,5 @@
-// Shadow descriptors under --emulate=host: close, dup, fcntl, and POSIX record locks taken as
-// OFD locks of a description per (file, process).
+// Shadow descriptors under --emulate=host: fcntl, and POSIX record locks taken as OFD locks of
+// a description per (file, process). (close, dup and close_range: descriptor_calls.h.)
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/mman.h>
@@ -23,42 +23,12 @@
 
 namespace amino::monitor::host {
 
-// close: the process's record locks on the file go (a close of any descriptor of it releases
-// them), and the number is free even when the close fails.
-Decision HostHandler::Close(Thread& t, SyscallRegs& call) {
-  const int a0 = static_cast<int>(call.arg(0));
-  if (std::shared_ptr<HostFile> f = ShadowOf(t, a0)) {
-    struct stat st;
-    if (fstat(f->fd, &st) == 0) {
-      FileKey key{st.st_dev, st.st_ino};
-      ReleasePosixLocks(t.proc->tgid, &key);
-    }
-  }
-  t.proc->fds->files.erase(a0);  // close releases the number even when it fails
-  return Decision::Pass();
-}
-
-Decision HostHandler::Dup(Thread& t, SyscallRegs& call) {
-  const long nr = call.nr();
-  if (nr == SYS_close_range) {
-    Pending p;
-    p.kind = Pending::Kind::kClose;
-    p.original = call;
-    pending_[t.tid] = std::move(p);
-    return Decision::ObserveExit();
-  }
-  if (call.notified && listener_) return DupAtNotification(t, call, *listener_, [](OpenFile&) {});
-  const int old_fd = static_cast<int>(call.arg(0));
-  std::shared_ptr<HostFile> f = ShadowOf(t, old_fd);
-  const bool replaces_shadow = nr != SYS_dup && ShadowOf(t, static_cast<int>(call.arg(1)));
-  if (!f && !replaces_shadow) return Decision::Pass();
-  Pending p;
-  p.kind = Pending::Kind::kDup;
-  p.original = call;
-  p.file = std::move(f);
-  p.old_fd = old_fd;
-  pending_[t.tid] = std::move(p);
-  return Decision::ObserveExit();
+void HostHandler::ReleasePosixLocksOf(Thread& t, OpenFile& f) {
+  auto* shadow = dynamic_cast<HostFile*>(&f);
+  struct stat st;
+  if (!shadow || fstat(shadow->fd, &st) != 0) return;
+  FileKey key{st.st_dev, st.st_ino};
+  ReleasePosixLocks(t.proc->tgid, &key);
 }
 
 Decision HostHandler::Fcntl(Thread& t, SyscallRegs& call) {
@@ -73,16 +43,6 @@ Decision HostHandler::Fcntl(Thread& t, SyscallRegs& call) {
     return Decision::Emulate(-EBADF);
   }
   switch (cmd) {
-    case F_DUPFD:
-    case F_DUPFD_CLOEXEC: {
-      Pending p;
-      p.kind = Pending::Kind::kDup;
-      p.original = call;
-      p.file = f;
-      p.old_fd = fd;
-      pending_[t.tid] = std::move(p);
-      return Decision::ObserveExit();
-    }
     case F_GETFD:
     case F_SETFD:
       return Decision::Pass();  // the descriptor flag lives on the placeholder

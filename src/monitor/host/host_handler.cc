@@ -34,10 +34,11 @@ const Creds& HostHandler::CredsOf(Thread& t) {
 
 std::vector<long> HostHandler::ExtraTrapped() const {
   // Credential and umask changes invalidate what the monitor caches of a thread.
-  return {SYS_setuid, SYS_setgid, SYS_setreuid, SYS_setregid, SYS_setresuid, SYS_setresgid,
-          SYS_setfsuid, SYS_setfsgid, SYS_setgroups, SYS_capset, SYS_umask,
-          // Shadows travel between processes in SCM_RIGHTS messages.
-          SYS_sendmsg, SYS_recvmsg};
+  std::vector<long> nrs = CredentialCalls();
+  // Shadows travel between processes in SCM_RIGHTS messages.
+  nrs.push_back(SYS_sendmsg);
+  nrs.push_back(SYS_recvmsg);
+  return nrs;
 }
 
 bool HostHandler::NeedsStop(long nr) const {
@@ -78,13 +79,14 @@ long HostHandler::OnForeignCall(Thread& t, const ForeignCall& c) {
   return 0;
 }
 
+void HostHandler::ClearOwnUmask() {
+  if (umask_cleared_) return;
+  umask(0);
+  umask_cleared_ = true;
+}
+
 Decision HostHandler::OnEntry(Thread& t, SyscallRegs& call) {
-  if (!umask_cleared_) {
-    // The tracee's umask is applied to each emulated creation; the monitor's must not add to
-    // it. (Cleared only now: the command was forked with the caller's umask.)
-    umask(0);
-    umask_cleared_ = true;
-  }
+  ClearOwnUmask();
   const long nr = call.nr();
   if (MakingAgain(t.tid, nr)) return Decision::ObserveExit();  // on the real descriptor
   if (ChangesCredentials(nr)) {
@@ -92,34 +94,17 @@ Decision HostHandler::OnEntry(Thread& t, SyscallRegs& call) {
     return Decision::Pass();
   }
   const int a0 = static_cast<int>(call.arg(0));
+  if (std::optional<Decision> d = descriptors_.OnEntry(t, call, listener_)) return *d;
   switch (nr) {
     case SYS_open:
     case SYS_creat:
     case SYS_openat:
     case SYS_openat2:
       return OpenCall(t, call);
-    case SYS_close:
-      return Close(t, call);
-    case SYS_close_range:
-    case SYS_dup:
-    case SYS_dup2:
-    case SYS_dup3:
-      return Dup(t, call);
     case SYS_fcntl:
       return Fcntl(t, call);
     case SYS_sendmsg:
-      for (int fd : PassedFds(*t.proc, call.arg(1))) {
-        if (std::shared_ptr<HostFile> f = ShadowOf(t, fd))
-          in_flight_.emplace(f->placeholder_ino, f);
-      }
       return Decision::Pass();
-    case SYS_recvmsg: {
-      Pending p;
-      p.kind = Pending::Kind::kRecvMsg;
-      p.original = call;
-      pending_[t.tid] = std::move(p);
-      return Decision::ObserveExit();
-    }
     case SYS_mmap:
       return Mmap(t, call);
     case SYS_fchdir:
@@ -149,13 +134,12 @@ Decision HostHandler::OnEntry(Thread& t, SyscallRegs& call) {
     if (!f) return Decision::Pass();
     return DataCall(t, call, *f);
   }
-  return PathCall(t, call);
+  return PathCall(t, call, CredsOf(t));
 }
 
-Decision HostHandler::PerformInstead(Thread& t, SyscallRegs& with) {
-  instead_ = true;
-  Decision d = OnEntry(t, with);
-  instead_ = false;
+Decision HostHandler::PerformInstead(Thread& t, SyscallRegs& with, const Creds& c) {
+  ClearOwnUmask();
+  Decision d = PathCall(t, with, c, true);
   // Passed on, the call would run on the paths the tracee gave, which lead elsewhere.
   if (d.kind == Decision::Kind::kPass) return Decision::Emulate(-ENOSYS);
   return d;
@@ -202,6 +186,7 @@ bool HostHandler::MakingAgain(pid_t tid, long nr) const {
 }
 
 void HostHandler::OnExit(Thread& t, SyscallRegs& call) {
+  if (descriptors_.OnExit(t, call)) return;
   auto it = pending_.find(t.tid);
   if (it == pending_.end()) return;
   Pending p = std::move(it->second);
@@ -213,23 +198,10 @@ void HostHandler::OnExit(Thread& t, SyscallRegs& call) {
       if (r >= 0) {
         p.file->placeholder_ino = InodeOfFd(t.tid, static_cast<int>(r));
         files[static_cast<int>(r)] = p.file;
-        by_ino_[p.file->placeholder_ino] = p.file;
+        descriptors_.Known(p.file);
       }
       break;
-    case Pending::Kind::kRecvMsg:
-      if (r >= 0) AdoptReceived(t, p.original, in_flight_, by_ino_);
-      return;
-    case Pending::Kind::kDup:
-      if (r >= 0 && p.old_fd >= 0) {
-        if (p.file) {
-          files[static_cast<int>(r)] = p.file;
-        } else {
-          files.erase(static_cast<int>(r));
-        }
-      }
-      break;
-    case Pending::Kind::kClose:
-      if (r == 0) ApplyCloseRange(t, p.original, [](OpenFile&) {});
+    case Pending::Kind::kRestore:
       break;
     case Pending::Kind::kOnRealFd: {
       const SyscallRegs out = WithOwnArguments(p.original, call);
@@ -247,6 +219,9 @@ void HostHandler::OnExit(Thread& t, SyscallRegs& call) {
 
 void HostHandler::OnTaskExit(Thread& t) {
   if (t.proc->region) t.proc->region->Release(t.tid);
+  descriptors_.Forget(t.tid);
+  pending_.erase(t.tid);
+  creds_.Invalidate(t.tid);  // its id may be given to another thread
   if (t.tid == t.proc->tgid) ReleasePosixLocks(t.tid, nullptr);
 }
 

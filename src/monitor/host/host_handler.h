@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "monitor/call_handler.h"
+#include "monitor/descriptor_calls.h"
 #include "monitor/host/host_context.h"
 
 namespace amino::monitor::host {
@@ -28,64 +29,66 @@ class HostHandler : public CallHandler {
   bool NeedsStop(long nr) const override;
   bool Emulates() const override { return true; }
   long OnForeignCall(Thread& t, const ForeignCall& call) override;
-  // Whether `tid`'s call `nr` is one this handler is making again on a real descriptor (an
-  // mmap or fchdir of a shadow): its entry and exit are this handler's.
-  bool MakingAgain(pid_t tid, long nr) const;
 
-  // A notified open whose path the caller (the mount handler) replaced with `host_path`, an
-  // absolute host path (one that leaves a mount): the kernel cannot be given another path, so
+  // The host file system for another handler (the mount handler), for notified calls that
+  // leave a mount: the kernel cannot be given other registers, so the monitor performs them on
+  // the host path, as the tracee with credentials `c` (the caller's record of them). No shadow
+  // comes of either, and nothing else of this handler is used.
+  //
+  // A notified open whose path the caller replaced with `host_path`, an absolute host path:
   // the monitor opens it as the tracee, `how` applied, and the tracee gets the real descriptor
-  // (no shadow: /proc shows the directory, fchdir and getdents are the kernel's).
-  Decision OpenInstead(Thread& t, SyscallRegs& call, const std::string& host_path,
-                       const open_how& how);
+  // (/proc shows the directory, fchdir and getdents are the kernel's).
+  Decision OpenInstead(SyscallRegs& call, const std::string& host_path, const open_how& how,
+                       const Creds& c);
   // Any other notified call whose path arguments the caller replaced (`with`) by absolute host
-  // paths in the shared region: the kernel would run it with the tracee's own arguments, so
-  // the monitor performs it, on paths under /proc, /sys and /dev too (which OnEntry leaves to
-  // the kernel). A call the monitor cannot perform fails with ENOSYS, never as the tracee made it.
-  Decision PerformInstead(Thread& t, SyscallRegs& with);
+  // paths in the shared region: performed, on paths under /proc, /sys and /dev too (which
+  // OnEntry leaves to the kernel). A call that is not a path call fails with ENOSYS, never
+  // made as the tracee made it.
+  Decision PerformInstead(Thread& t, SyscallRegs& with, const Creds& c);
 
  private:
-  // What a thread's rewritten call needs at its exit.
+  // What a thread's rewritten call needs at its exit (the descriptor calls' own: descriptors_).
   struct Pending {
     enum class Kind {
       kNone,
+      kRestore,  // only the registers to put back (a path through the shared region)
       kOpen,
-      kDup,
-      kClose,
       kOnRealFd,  // mmap or fchdir made again on the real descriptor, closed at the exit
-      kRecvMsg,
     } kind = Kind::kNone;
     SyscallRegs original;  // registers to put back (argument registers) at the exit
     std::shared_ptr<HostFile> file;
-    int old_fd = -1;
     int temp_fd = -1;  // kOnRealFd: the monitor's descriptor, passed to the tracee
   };
   // An mmap or fchdir of a shadow: made again by the kernel on the shadow's own open file
   // description, passed to the tracee for the time of the call (so a file that was unlinked,
   // renamed or had its permissions changed since it was opened behaves as natively).
   Decision OnRealFd(Thread& t, SyscallRegs& call, HostFile& f, int fd_arg);
+  // Whether `tid`'s call `nr` is one this handler is making again on a real descriptor (an
+  // mmap or fchdir of a shadow): its entry and exit are this handler's.
+  bool MakingAgain(pid_t tid, long nr) const;
+  // The tracee's umask is applied to each emulated creation; the monitor's must not add to it.
+  // (Cleared at the first call: the command was forked with the caller's umask.)
+  void ClearOwnUmask();
 
   Decision OpenCall(Thread& t, SyscallRegs& call);
-  Decision Close(Thread& t, SyscallRegs& call);
   // `how`: the open_how the kernel uses (built from open/openat's arguments or openat2's),
   // already checked.
   Decision Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t path_addr, const open_how& how);
   // Under notification: the tracee gets its descriptor from the listener.
   Decision OpenNotified(Thread& t, SyscallRegs& call, int hfd, int flags);
-  Decision OpenSpecialNotified(Thread& t, SyscallRegs& call, int dfd, const std::string& path,
-                               int flags, const struct stat& st);
-  Decision Dup(Thread& t, SyscallRegs& call);
+  Decision OpenSpecialNotified(SyscallRegs& call, int dfd, const std::string& path, int flags,
+                               const struct stat& st, const Creds& c);
   Decision Fcntl(Thread& t, SyscallRegs& call);
   Decision Mmap(Thread& t, SyscallRegs& call);
   Decision Fchdir(Thread& t, SyscallRegs& call);
   Decision DataCall(Thread& t, SyscallRegs& call, HostFile& f);
-  Decision PathCall(Thread& t, SyscallRegs& call);
+  // `instead`: for PerformInstead, which must not leave a call to the kernel.
+  Decision PathCall(Thread& t, SyscallRegs& call, const Creds& c, bool instead = false);
   const Creds& CredsOf(Thread& t);
 
-  // Descriptors passed in SCM_RIGHTS messages: found again by the placeholder's inode. A sent
-  // shadow is kept alive until received, even if the sender closes its copy meanwhile.
-  std::unordered_map<ino_t, std::weak_ptr<HostFile>> by_ino_;
-  std::unordered_multimap<ino_t, std::shared_ptr<HostFile>> in_flight_;
+  // close, dup, close_range and SCM_RIGHTS on the shadows; a closed shadow's process gives up
+  // its record locks on the file.
+  DescriptorCalls descriptors_{[this](Thread& t, OpenFile& f) { ReleasePosixLocksOf(t, f); }};
 
   // POSIX record locks belong to a process and a file, not to a descriptor: each (file,
   // process) pair gets its own open file description in the monitor, on which the locks are
@@ -99,11 +102,12 @@ class HostHandler : public CallHandler {
   };
   Decision PosixLock(Thread& t, SyscallRegs& call, HostFile& f);
   void ReleasePosixLocks(pid_t tgid, const FileKey* file);
+  // A descriptor of `f` (a shadow) in t's process is closed.
+  void ReleasePosixLocksOf(Thread& t, OpenFile& f);
   std::map<FileKey, std::map<pid_t, int>> lock_fds_;
 
   CredCache creds_;
   bool umask_cleared_ = false;
-  bool instead_ = false;  // within PerformInstead: no call is left to the kernel
   std::unordered_map<pid_t, Pending> pending_;
 };
 

@@ -87,7 +87,7 @@ Decision HostHandler::Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t pat
       std::shared_ptr<HostFile> dir =
           dirfd == AT_FDCWD || path[0] == '/' ? nullptr : ShadowOf(t, dirfd);
       if (!dir) return Decision::Pass();
-      if (call.notified) return OpenSpecialNotified(t, call, dfd, path, flags, st);
+      if (call.notified) return OpenSpecialNotified(call, dfd, path, flags, st, c);
       std::string base = PathOfFd(dir->fd);
       if (base.empty()) return Decision::Emulate(-ENOENT);
       Decision restart;
@@ -95,7 +95,7 @@ Decision HostHandler::Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t pat
       uint64_t addr = t.proc->region->Put(t.tid, 0, base + "/" + path + '\0');
       if (!addr) return Decision::Emulate(-ENAMETOOLONG);
       Pending p;
-      p.kind = Pending::Kind::kDup;  // only the registers to put back
+      p.kind = Pending::Kind::kRestore;
       p.original = call;
       pending_[t.tid] = std::move(p);
       call.regs.rdi = static_cast<uint64_t>(AT_FDCWD);
@@ -134,9 +134,9 @@ Decision HostHandler::Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t pat
   return Decision::ObserveExit();
 }
 
-Decision HostHandler::OpenInstead(Thread& t, SyscallRegs& call, const std::string& host_path,
-                                  const open_how& how) {
-  const Creds& c = CredsOf(t);
+Decision HostHandler::OpenInstead(SyscallRegs& call, const std::string& host_path,
+                                  const open_how& how, const Creds& c) {
+  ClearOwnUmask();
   const int flags = static_cast<int>(how.flags);
   {
     AsTracee as(c);
@@ -144,7 +144,7 @@ Decision HostHandler::OpenInstead(Thread& t, SyscallRegs& call, const std::strin
     if (fstatat(AT_FDCWD, host_path.c_str(), &st, (flags & O_NOFOLLOW) ? AT_SYMLINK_NOFOLLOW : 0) ==
             0 &&
         S_ISFIFO(st.st_mode)) {
-      return OpenSpecialNotified(t, call, AT_FDCWD, host_path, flags, st);
+      return OpenSpecialNotified(call, AT_FDCWD, host_path, flags, st, c);
     }
   }
   int fd;
@@ -175,13 +175,12 @@ Decision HostHandler::OpenNotified(Thread& t, SyscallRegs& call, int hfd, int fl
   if (fd == -ENOENT) return Decision::Replied();  // the caller is gone
   if (fd < 0) return Decision::Emulate(fd);       // no room in its table: EMFILE
   t.proc->fds->files[static_cast<int>(fd)] = file;
-  by_ino_[file->placeholder_ino] = file;
+  descriptors_.Known(file);
   return Decision::Replied();
 }
 
-Decision HostHandler::OpenSpecialNotified(Thread& t, SyscallRegs& call, int dfd,
-                                          const std::string& path, int flags,
-                                          const struct stat& st) {
+Decision HostHandler::OpenSpecialNotified(SyscallRegs& call, int dfd, const std::string& path,
+                                          int flags, const struct stat& st, const Creds& c) {
   // The kernel cannot be given another path for a notified call, so the monitor opens the node
   // for the tracee and hands it the real descriptor. A FIFO is opened without waiting (the
   // monitor must not block): a writer with no reader yet waits parked; a reader is not held
@@ -189,7 +188,7 @@ Decision HostHandler::OpenSpecialNotified(Thread& t, SyscallRegs& call, int dfd,
   const bool fifo = S_ISFIFO(st.st_mode);
   int fd;
   {
-    AsTracee as(CredsOf(t));
+    AsTracee as(c);
     fd = openat(dfd, path.c_str(), (flags | (fifo ? O_NONBLOCK : 0) | O_NOCTTY) & ~O_CLOEXEC);
   }
   if (fd < 0) {

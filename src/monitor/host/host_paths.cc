@@ -397,7 +397,7 @@ Decision HostPathCall::Xattrs() {
 
 }  // namespace
 
-Decision HostHandler::PathCall(Thread& t, SyscallRegs& call) {
+Decision HostHandler::PathCall(Thread& t, SyscallRegs& call, const Creds& creds, bool instead) {
   const long nr = call.nr();
   const SyscallInfo* info = FindSyscall(nr);
   if (!info) return Decision::Pass();
@@ -406,7 +406,7 @@ Decision HostHandler::PathCall(Thread& t, SyscallRegs& call) {
   // The kernel's own order: flags and sizes, then what the call copies from memory before its
   // paths (times, link target, attribute name and value), then each path and its directory.
   if (int err = calls::EarlyErrno(nr, args)) return Decision::Emulate(-err);
-  HostPathCall hc(t, call, *info, CredsOf(t));
+  HostPathCall hc(t, call, *info, creds);
   if (long r = hc.ReadExtras()) {
     if (r == 2) return Decision::Pass();
     return Decision::Emulate(r == 1 ? 0 : r);
@@ -456,7 +456,7 @@ Decision HostHandler::PathCall(Thread& t, SyscallRegs& call) {
     }
     if (err) return second_path_error(-err);
     if (p.path.empty() && !empty_allowed) return second_path_error(-ENOENT);
-    if (!via_shadow && !instead_ && IsKernelPath(p.path)) return Decision::Pass();
+    if (!via_shadow && !instead && IsKernelPath(p.path)) return Decision::Pass();
     int dfd = ResolveDirFd(t, dirfd, p.path, p.holder);
     if (dfd < 0 && dfd != AT_FDCWD) return second_path_error(dfd);
     p.dirfd = dfd;

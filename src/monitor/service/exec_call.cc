@@ -319,9 +319,9 @@ std::optional<Decision> ExecCall::CheckHostScripts() {
     target = first;
     return std::nullopt;
   }
-  const host::Creds* creds = h.creds_.Get(t.tid);
+  const host::Creds creds = h.HostCredsOf(t);
   for (const HostRef& ref : host_scripts) {
-    if (int err = HostMayExec(t.tid, ref, creds ? *creds : host::Creds())) {
+    if (int err = HostMayExec(t.tid, ref, creds)) {
       return Decision::Emulate(err);
     }
   }

@@ -61,17 +61,13 @@ struct Side {
 // The descriptor `fd` of the caller as a Side: 0 or -EBADF.
 long GetSide(FdCall& c, int fd, Side* side) {
   if ((side->served = c.served(fd))) return 0;
-  if (auto shadow = host::ShadowOf(c.t, fd)) {
-    side->fd = shadow->fd;
-  } else {
-    // The tracee's own description (shared offset and flags), as --emulate=host borrows it.
-    int pidfd = static_cast<int>(syscall(SYS_pidfd_open, c.t.proc->tgid, 0));
-    if (pidfd < 0) return -EBADF;
-    side->holder.reset(static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, fd, 0)));
-    close(pidfd);
-    if (side->holder.get() < 0) return -EBADF;
-    side->fd = side->holder.get();
-  }
+  // The tracee's own description (shared offset and flags), as --emulate=host borrows it.
+  int pidfd = static_cast<int>(syscall(SYS_pidfd_open, c.t.proc->tgid, 0));
+  if (pidfd < 0) return -EBADF;
+  side->holder.reset(static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, fd, 0)));
+  close(pidfd);
+  if (side->holder.get() < 0) return -EBADF;
+  side->fd = side->holder.get();
   side->flags = fcntl(side->fd, F_GETFL);
   if (fstat(side->fd, &side->st) != 0) return -EBADF;
   return 0;

@@ -115,7 +115,6 @@ Decision MountHandler::Fchdir(Thread& t, SyscallRegs& call) {
     return EnterVirtualDir(t, call, *f->mfs, f->id, dir, f->opened_name,
                            CwdHold(t, *f->mfs, f->id));
   }
-  if (host::ShadowOf(t, fd)) return host_.OnEntry(t, call);
   Pending p;
   p.kind = Pending::Kind::kChdir;
   p.original = call;

@@ -1,4 +1,5 @@
-// The life cycle of shadow descriptors: dup, close, close_range, fcntl, passing in SCM_RIGHTS.
+// The life cycle of shadow descriptors: the descriptor calls (descriptor_calls.h), where a served
+// file gives up its record locks and shared-mapping stores as a descriptor of it goes, and fcntl.
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/mman.h>
@@ -24,77 +25,21 @@
 namespace amino::monitor::service {
 
 Decision MountHandler::Descriptors(Thread& t, SyscallRegs& call) {
-  const long nr = call.nr();
-  auto& files = t.proc->fds->files;
-  const int a0 = static_cast<int>(call.arg(0));
-  switch (nr) {
-    case SYS_close: {
-      auto it = files.find(a0);
-      if (it == files.end()) return Decision::Pass();
-      if (auto f = std::dynamic_pointer_cast<ServedFile>(it->second)) {
-        ReleaseProcessLocks(t.proc->tgid, f.get());
-        // Stores through its shared mappings reach the schema at close (a conflict leaves
-        // them for the next occasion).
-        if (!shared_maps_.empty()) (void)shared_maps_.WriteBack(*f->mfs, f->id);
-      }
-      if (host::ShadowOf(t, a0)) return host_.OnEntry(t, call);
-      files.erase(it);  // close releases the number even when it fails
-      return Decision::Pass();
-    }
-    case SYS_close_range: {
-      if (files.empty()) return Decision::Pass();
-      Pending p;
-      p.kind = Pending::Kind::kCloseRange;
-      p.original = call;
-      pending_[t.tid] = std::move(p);
-      return Decision::ObserveExit();
-    }
-    case SYS_dup:
-    case SYS_dup2:
-    case SYS_dup3:
-    case SYS_fcntl: {
-      if (nr == SYS_fcntl) {
-        const int cmd = static_cast<int>(call.arg(1));
-        if (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC) return host_.OnEntry(t, call);
-      } else if (call.notified && listener_) {
-        return DupAtNotification(t, call, *listener_, [&](OpenFile& f) {
-          if (auto* s = dynamic_cast<ServedFile*>(&f)) ReleaseProcessLocks(t.proc->tgid, s);
-        });
-      }
-      auto it = files.find(a0);
-      std::shared_ptr<OpenFile> f = it == files.end() ? nullptr : it->second;
-      const bool replaces =
-          (nr == SYS_dup2 || nr == SYS_dup3) && files.count(static_cast<int>(call.arg(1)));
-      if (!f && !replaces) return Decision::Pass();
-      if (replaces) {
-        if (auto old = ServedOf(t, static_cast<int>(call.arg(1))))
-          ReleaseProcessLocks(t.proc->tgid, old.get());
-      }
-      Pending p;
-      p.kind = Pending::Kind::kDup;
-      p.original = call;
-      p.file = std::move(f);
-      p.old_fd = a0;
-      pending_[t.tid] = std::move(p);
-      return Decision::ObserveExit();
-    }
-    case SYS_sendmsg:
-      for (int fd : PassedFds(*t.proc, call.arg(1))) {
-        if (auto f = ServedOf(t, fd)) in_flight_.emplace(f->placeholder_ino, f);
-      }
-      // A datagram to a socket bound in a mount (mount_sockets.cc).
-      if (std::optional<Decision> d = SendMsgTo(t, call)) return *d;
-      return host_.OnEntry(t, call);
-    case SYS_recvmsg: {
-      Pending p;
-      p.kind = Pending::Kind::kRecvMsg;
-      p.original = call;
-      pending_[t.tid] = std::move(p);
-      return Decision::ObserveExit();
-    }
-    default:
-      return Decision::Pass();
+  if (std::optional<Decision> d = descriptors_.OnEntry(t, call, listener_)) return *d;
+  if (call.nr() == SYS_sendmsg) {
+    // A datagram to a socket bound in a mount (mount_sockets.cc).
+    if (std::optional<Decision> d = SendMsgTo(t, call)) return *d;
   }
+  return Decision::Pass();
+}
+
+void MountHandler::Closing(Thread& t, OpenFile& f) {
+  auto* served = dynamic_cast<ServedFile*>(&f);
+  if (!served) return;
+  ReleaseProcessLocks(t.proc->tgid, served);
+  // Stores through its shared mappings reach the schema (a conflict leaves them for the next
+  // occasion).
+  if (!shared_maps_.empty()) (void)shared_maps_.WriteBack(*served->mfs, served->id);
 }
 
 Decision MountHandler::Fcntl(Thread& t, SyscallRegs& call, ServedFile& f) {

@@ -54,11 +54,6 @@ MountHandler::MountHandler(mounts::MountTable table, std::vector<std::unique_ptr
   }
 }
 
-void MountHandler::SetExitSink(std::function<void(pid_t, int)> sink) {
-  host_.SetExitSink(sink);
-  CallHandler::SetExitSink(std::move(sink));
-}
-
 void MountHandler::SetProcessTable(ProcessTable* table) {
   host_.SetProcessTable(table);
   CallHandler::SetProcessTable(table);
@@ -70,7 +65,11 @@ void MountHandler::SetListener(ptrace_ext::NotifyListener* listener) {
 }
 
 std::vector<long> MountHandler::ExtraTrapped() const {
-  std::vector<long> nrs = host_.ExtraTrapped();
+  // Credential and umask changes: what the monitor caches of a thread no longer holds.
+  std::vector<long> nrs = host::CredentialCalls();
+  // Served descriptors travel between processes in SCM_RIGHTS messages.
+  nrs.push_back(SYS_sendmsg);
+  nrs.push_back(SYS_recvmsg);
   // AF_UNIX socket names in mounts (mount_sockets.cc).
   for (long nr : {SYS_bind, SYS_connect, SYS_getsockname, SYS_getpeername, SYS_sendto}) {
     nrs.push_back(nr);
@@ -106,6 +105,14 @@ bool MountHandler::NeedsStop(long nr) const {
     case SYS_fchdir:
     case SYS_bind:  // their address register is changed (mount_sockets.cc)
     case SYS_connect:
+    // The descriptor's new number is seen at the call's exit (dup, dup2 and dup3 are answered
+    // at their notification instead: DupAtNotification), and passed descriptors at recvmsg's.
+    case SYS_fcntl:
+    case SYS_close_range:
+    case SYS_recvmsg:
+    case SYS_sendmsg:
+    // A served file's placeholder is replaced by the file for the time of the call.
+    case SYS_mmap:
       return true;
     default:
       // Signals are sent by the command's first process before the monitor takes the
@@ -115,8 +122,13 @@ bool MountHandler::NeedsStop(long nr) const {
           if (out == nr) return true;
         }
       }
-      return host_.NeedsStop(nr);
+      return false;
   }
+}
+
+host::Creds MountHandler::HostCredsOf(Thread& t) {
+  const host::Creds* c = creds_.Get(t.tid);
+  return c ? *c : host::Creds();
 }
 
 schema::Cred MountHandler::CredOf(Thread& t, bool real) {
@@ -147,31 +159,14 @@ int MountHandler::MountIndex(const MountFs* m) const {
   return -1;
 }
 
-bool MountHandler::ForHostHandler(Thread& t, const SyscallRegs& call) {
-  const long nr = call.nr();
-  // Calls on host shadows (made by host_ for notified substitutes) stay with it, as do the
-  // calls it makes again on a shadow's real descriptor.
-  if (host_.MakingAgain(t.tid, nr)) return true;
-  if (!t.proc->fds->files.empty()) {
-    const SyscallInfo* info = FindSyscall(nr);
-    if (info && info->args[0] == Arg::kFd && host::ShadowOf(t, static_cast<int>(call.arg(0))) &&
-        nr != SYS_close && nr != SYS_dup && nr != SYS_dup2 && nr != SYS_dup3 &&
-        nr != SYS_close_range) {
-      return true;
-    }
-  }
-  if (host::ChangesCredentials(nr)) {
-    creds_.Invalidate(t.tid);
-    return true;
-  }
-  return false;
-}
-
 // The mount handler's table of routes: one case per call family, so that where each trapped
 // call goes is read in one place; what is left is a descriptor call or a path call.
 Decision MountHandler::Serve(Thread& t, SyscallRegs& call) {
-  if (ForHostHandler(t, call)) return host_.OnEntry(t, call);
   const long nr = call.nr();
+  if (host::ChangesCredentials(nr)) {
+    creds_.Invalidate(t.tid);  // read again at the thread's next call
+    return Decision::Pass();
+  }
   const int a0 = static_cast<int>(call.arg(0));
   switch (nr) {
     case SYS_open:
@@ -259,7 +254,7 @@ Decision MountHandler::Serve(Thread& t, SyscallRegs& call) {
   return PathCall(t, call);
 }
 
-// mmap: of a served file, served; of a host shadow, the host handler's.
+// mmap: of a served file, served.
 Decision MountHandler::MmapCall(Thread& t, SyscallRegs& call) {
   if (!t.proc->region && !call.notified) {
     // Made early (every dynamically linked program maps files at start): a notified call
@@ -269,7 +264,6 @@ Decision MountHandler::MmapCall(Thread& t, SyscallRegs& call) {
   }
   if (!(call.arg(3) & MAP_ANONYMOUS)) {
     if (auto f = ServedOf(t, static_cast<int>(call.arg(4)))) return Mmap(t, call, *f);
-    if (host::ShadowOf(t, static_cast<int>(call.arg(4)))) return host_.OnEntry(t, call);
   }
   return Decision::Pass();
 }
@@ -292,11 +286,9 @@ Decision MountHandler::SyncCall(Thread& t, SyscallRegs& call) {
 }
 
 void MountHandler::OnExit(Thread& t, SyscallRegs& call) {
+  if (descriptors_.OnExit(t, call)) return;
   auto it = pending_.find(t.tid);
-  if (it == pending_.end()) {
-    host_.OnExit(t, call);
-    return;
-  }
+  if (it == pending_.end()) return;
   Pending p = std::move(it->second);
   pending_.erase(it);
   const long r = call.result();
@@ -307,30 +299,10 @@ void MountHandler::OnExit(Thread& t, SyscallRegs& call) {
         auto f = std::static_pointer_cast<ServedFile>(p.file);
         ShowOpenFlags(t, call, *f, static_cast<int>(r));
         f->placeholder_ino = InodeOfFd(t.tid, static_cast<int>(r));
-        by_ino_[f->placeholder_ino] = f;
+        descriptors_.Known(f);
         files[static_cast<int>(r)] = std::move(f);
       }
       break;
-    case Pending::Kind::kDup:
-      if (r >= 0 && r != p.old_fd) {
-        if (p.file) {
-          files[static_cast<int>(r)] = p.file;
-        } else {
-          files.erase(static_cast<int>(r));
-        }
-      }
-      break;
-    case Pending::Kind::kCloseRange:
-      if (r == 0) {
-        ApplyCloseRange(t, p.original, [&](OpenFile& f) {
-          if (auto* s = dynamic_cast<ServedFile*>(&f)) ReleaseProcessLocks(t.proc->tgid, s);
-        });
-      }
-      return;
-    case Pending::Kind::kRecvMsg:
-      if (r >= 0) AdoptReceived(t, p.original, in_flight_, by_ino_);
-      host_.OnExit(t, call);  // host shadows passed in the same message
-      return;
     case Pending::Kind::kChdir:
     case Pending::Kind::kVirtualChdir:
       if (r == 0) ChangedCwd(t, p);
@@ -375,7 +347,9 @@ void MountHandler::ChangedCwd(Thread& t, const Pending& p) {
 }
 
 void MountHandler::OnTaskExit(Thread& t) {
-  host_.OnTaskExit(t);
+  if (t.proc->region) t.proc->region->Release(t.tid);
+  descriptors_.Forget(t.tid);
+  creds_.Invalidate(t.tid);  // its id may be given to another thread
   exec_fds_.erase(t.tid);
   if (auto it = pending_.find(t.tid); it != pending_.end()) {
     // A thread killed in an exec leaves no copy of the program behind.
@@ -404,7 +378,6 @@ void MountHandler::OnExec(Thread& t) {
       }
     }
   }
-  host_.OnExec(t);
   // Close-on-exec placeholders are gone: keep the files whose placeholder is still there.
   auto& files = t.proc->fds->files;
   for (auto it = files.begin(); it != files.end();) {

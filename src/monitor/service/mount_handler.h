@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "monitor/call_handler.h"
+#include "monitor/descriptor_calls.h"
 #include "monitor/host/host_context.h"
 #include "monitor/host/host_handler.h"
 #include "monitor/mounts/host_links.h"
@@ -114,7 +115,6 @@ class MountHandler : public CallHandler, public TxnControl {
   bool Emulates() const override { return true; }
   uint64_t Releases() const override;
   long OnForeignCall(Thread& t, const ForeignCall& call) override;  // mount_foreign.cc
-  void SetExitSink(std::function<void(pid_t, int)> sink) override;
   void SetProcessTable(ProcessTable* table) override;
   void SetListener(ptrace_ext::NotifyListener* listener) override;
 
@@ -160,15 +160,13 @@ class MountHandler : public CallHandler, public TxnControl {
   void Finish() override;
   void PrintStats(FILE* out) const override;
 
-  // What a thread's rewritten or observed call needs at its exit.
+  // What a thread's rewritten or observed call needs at its exit (the descriptor calls' own:
+  // descriptors_).
   struct Pending {
     enum class Kind {
       kNone,
-      kRestore,      // only the registers to put back (a substitute path)
-      kPlaceholder,  // memfd_create in place of an open: the result becomes a shadow
-      kDup,          // dup, dup2, dup3, F_DUPFD: the new number gets old_fd's file (or none)
-      kCloseRange,
-      kRecvMsg,
+      kRestore,       // only the registers to put back (a substitute path)
+      kPlaceholder,   // memfd_create in place of an open: the result becomes a shadow
       kChdir,         // a host chdir or fchdir: the kernel's cwd changed
       kVirtualChdir,  // chdir into a mount: the kernel went to the mount point; cwd becomes virtual
       kExec,          // an exec of a materialised program: the copy is removed after
@@ -195,10 +193,6 @@ class MountHandler : public CallHandler, public TxnControl {
   // --- mount_handler.cc
   // OnEntry for a file call, inside the caller's application transaction.
   Decision Serve(Thread& t, SyscallRegs& call);
-  // Whether the call is the embedded host handler's: a call it makes again on a shadow's real
-  // descriptor, a descriptor call on a host shadow, or a change of credentials (which it
-  // follows; the mount's copy of them is dropped here).
-  bool ForHostHandler(Thread& t, const SyscallRegs& call);
   Decision ServePlain(Thread& t, SyscallRegs& call);
   Decision ServeInTxn(Thread& t, SyscallRegs& call);
   Decision MmapCall(Thread& t, SyscallRegs& call);
@@ -214,7 +208,11 @@ class MountHandler : public CallHandler, public TxnControl {
   // Gives the tracee a placeholder descriptor for `file` as the result of its open call.
   Decision InstallShadow(Thread& t, SyscallRegs& call, std::shared_ptr<ServedFile> file);
   // --- mount_descriptors.cc
-  Decision Descriptors(Thread& t, SyscallRegs& call);  // dup*, close, close_range, fd passing
+  // dup*, close, close_range, fd passing (descriptor_calls.h), and sendmsg to a socket path.
+  Decision Descriptors(Thread& t, SyscallRegs& call);
+  // A descriptor of `f` in t's process goes (close, close_range, dup2 onto it): the process's
+  // record locks on a served file go, and what it stored through shared mappings is written back.
+  void Closing(Thread& t, OpenFile& f);
   Decision Fcntl(Thread& t, SyscallRegs& call, ServedFile& f);
 
   // --- mount_resolve.cc
@@ -386,6 +384,8 @@ class MountHandler : public CallHandler, public TxnControl {
 
   // Credentials of the calling thread for the schema (file-system ids; `real` for access(2)).
   schema::Cred CredOf(Thread& t, bool real = false);
+  // The same, as the host sees them (root's when /proc no longer shows the thread).
+  host::Creds HostCredsOf(Thread& t);
   mode_t UmaskOf(Thread& t);
   std::shared_ptr<ServedFile> ServedOf(Thread& t, int fd);
 
@@ -395,13 +395,13 @@ class MountHandler : public CallHandler, public TxnControl {
   std::vector<std::unique_ptr<MountFs>> mounts_;
   SharedMappings shared_maps_;
   host::CredCache creds_;
-  // Calls on host paths that must be substituted while the thread is not at a ptrace stop
-  // (a notified call cannot have its registers changed): performed by the monitor, as
-  // --emulate=host does.
+  // The host file system, for calls on host paths that must be substituted while the thread
+  // is not at a ptrace stop (a notified call cannot have its registers changed): performed by
+  // the monitor, as --emulate=host does (OpenInstead, PerformInstead). It holds no descriptor
+  // of the tracees' and sees no other call.
   host::HostHandler host_;
   PlaceholderPool placeholders_;
-  std::unordered_map<ino_t, std::weak_ptr<ServedFile>> by_ino_;
-  std::unordered_multimap<ino_t, std::shared_ptr<ServedFile>> in_flight_;
+  DescriptorCalls descriptors_{[this](Thread& t, OpenFile& f) { Closing(t, f); }};
   std::unordered_map<pid_t, Pending> pending_;
   HostNodes nodes_;
   std::unordered_map<pid_t, std::unique_ptr<FifoWait>> fifo_waits_;

@@ -244,7 +244,7 @@ Decision MountHandler::InstallShadow(Thread& t, SyscallRegs& call,
     long fd = listener_->ReplyWithFd(call.notification_id, placeholder.get(), want_cloexec);
     if (fd == -ENOENT) return Decision::Replied();
     if (fd < 0) return Decision::Emulate(fd);
-    by_ino_[file->placeholder_ino] = file;
+    descriptors_.Known(file);
     t.proc->fds->files[static_cast<int>(fd)] = std::move(file);
     return Decision::Replied();
   }

@@ -188,7 +188,7 @@ std::string WithoutTrailingSlashes(std::string path) {
 
 Decision OnHostPair(Thread& t, SyscallRegs& call, const int args[2], const Target targets[2],
                     const std::function<Decision(int, const std::string&)>& substitute,
-                    host::HostHandler& host) {
+                    host::HostHandler& host, const host::Creds& creds) {
   const bool sub0 = targets[0].kind == Target::Kind::kSubstitute;
   const bool sub1 = targets[1].kind == Target::Kind::kSubstitute;
   if (!sub0 && !sub1) return Decision::Pass();
@@ -206,7 +206,7 @@ Decision OnHostPair(Thread& t, SyscallRegs& call, const int args[2], const Targe
       if (!addr) return Decision::Emulate(-ENAMETOOLONG);
       with.set_arg(args[i], addr);
     }
-    return host.PerformInstead(t, with);
+    return host.PerformInstead(t, with, creds);
   }
   Decision d = substitute(args[0], targets[0].path);
   if (d.kind != Decision::Kind::kObserveExit) return d;
@@ -294,27 +294,13 @@ bool MovesMountDirectory(MountDirs& dirs, pid_t tid, const SyscallRegs& call,
   return false;
 }
 
-// Whether a host path is relative to a host directory the monitor holds for the tracee (a
-// notified substitute open): the kernel would see only its placeholder, so the monitor makes
-// the call.
-bool InHostShadowDirectory(Thread& t, const PathArg* paths, const Target* targets, int n) {
-  for (int i = 0; i < n; ++i) {
-    if (targets[i].kind == Target::Kind::kHost && paths[i].dirfd >= 0 &&
-        host::ShadowOf(t, paths[i].dirfd)) {
-      return true;
-    }
-  }
-  return false;
-}
-
 }  // namespace
 
 Decision MountHandler::PathCallOnDescriptor(Thread& t, SyscallRegs& call, int fd, bool null_path,
                                             int arg, const PathExtras& extras) {
-  // The descriptor itself: the kernel's unless it is served (it reports EBADF too) or a host
-  // file the monitor holds for the tracee (a notified substitute open).
+  // The descriptor itself: the kernel's unless it is served (it reports EBADF too).
   std::shared_ptr<ServedFile> f = ServedOf(t, fd);
-  if (!f) return fd >= 0 && host::ShadowOf(t, fd) ? host_.OnEntry(t, call) : Decision::Pass();
+  if (!f) return Decision::Pass();
   // futimens takes the descriptor with fdget(), which an O_PATH descriptor does not pass.
   if (null_path && TimesOnDescriptor(call.nr(), call) && (f->flags & O_PATH)) {
     return Decision::Emulate(-EBADF);
@@ -363,7 +349,7 @@ Decision MountHandler::PathPair(Thread& t, SyscallRegs& call, Target* targets, i
     return Substitute(t, call, arg, path);
   };
   if (on_host(targets[0]) && on_host(targets[1])) {
-    return OnHostPair(t, call, args, targets, substitute, host_);
+    return OnHostPair(t, call, args, targets, substitute, host_, HostCredsOf(t));
   }
   const MountFs* m0 = on_host(targets[0]) ? nullptr : targets[0].mfs;
   const MountFs* m1 = on_host(targets[1]) ? nullptr : targets[1].mfs;
@@ -412,9 +398,7 @@ Decision MountHandler::PathCall(Thread& t, SyscallRegs& call) {
         i == 0 ? PairCheck{link, nr == SYS_linkat && (call.arg(4) & AT_SYMLINK_FOLLOW), false}
                : PairCheck{false, false, link};
     if (on_host(targets[i])) {
-      const host::Creds* creds = creds_.Get(t.tid);
-      return HostPairError(t, creds ? *creds : host::Creds(), HostCwd(t), paths[i], targets[i],
-                           check);
+      return HostPairError(t, HostCredsOf(t), HostCwd(t), paths[i], targets[i], check);
     }
     if (targets[i].kind != Target::Kind::kServed) return 0;
     return ServedPairError(*targets[i].mfs, caller_txn_, CredOf(t), targets[i].path, check);
@@ -451,7 +435,6 @@ Decision MountHandler::PathCall(Thread& t, SyscallRegs& call) {
       renamer_ = t.tid;
     }
   }
-  if (InHostShadowDirectory(t, paths, targets, n)) return host_.OnEntry(t, call);
   if (n == 2) return PathPair(t, call, targets, args, decoded.extras, pair_error);
   switch (targets[0].kind) {
     case Target::Kind::kHost:

@@ -54,8 +54,6 @@ int MountHandler::ThroughProcLink(Thread& t, const std::string& path, std::strin
         const std::string dir = DirPath(*f);
         if (dir.empty()) return -ENOENT;
         base = f->mfs->mount->HostPathOf(dir);
-      } else if (auto h = host::ShadowOf(*owner, link.fd)) {
-        base = host::ReadLink("/proc/self/fd/" + std::to_string(h->fd));
       } else {
         base = host::ReadLink("/proc/" + std::to_string(owner->tid) + "/fd/" +
                               std::to_string(link.fd));

@@ -113,8 +113,7 @@ const std::string& MountHandler::HostCwd(Thread& t) {
 int MountHandler::WhereDotDotLeads(Thread& t, const mounts::ClassifiedPath& r,
                                    std::string* kernel_dir) {
   struct stat seen, expected;
-  const host::Creds* c = creds_.Get(t.tid);
-  host::AsTracee as(c ? *c : host::Creds());
+  host::AsTracee as(HostCredsOf(t));
   if (stat(r.check_path.c_str(), &seen) != 0) return -errno;
   if (stat(r.check_expect.c_str(), &expected) == 0 && seen.st_dev == expected.st_dev &&
       seen.st_ino == expected.st_ino) {
@@ -189,11 +188,6 @@ int MountHandler::Resolve(Thread& t, int dirfd, const std::string& as_given, boo
     virtual_dir = up_from_dead ? ParentOf(dead_dir) : DirPath(*f);
     if (virtual_dir.empty()) return -ENOENT;  // removed while open
     virtual_mount = f->mfs->mount;
-  } else if (auto h = host::ShadowOf(t, dirfd)) {
-    base_dir = host::ReadLink("/proc/self/fd/" + std::to_string(h->fd));
-    if (base_dir.empty() || base_dir[0] != '/') return 0;
-    // The kernel would be given the placeholder: the host file's path is the argument.
-    if (path.empty()) return 0;
   } else {
     if (dirfd < 0) return 0;  // the kernel reports EBADF
     base_dir = host::ReadLink("/proc/" + std::to_string(t.tid) + "/fd/" + std::to_string(dirfd));
@@ -343,7 +337,7 @@ Decision MountHandler::Substitute(Thread& t, SyscallRegs& call, int arg,
         how = calls::OpenHowOf(static_cast<unsigned>(call.arg(at + 1)),
                                static_cast<mode_t>(call.arg(at + 2)));
       }
-      return host_.OpenInstead(t, call, host_path, how);
+      return host_.OpenInstead(call, host_path, how, HostCredsOf(t));
     }
     if (!t.proc->region) return Decision::Emulate(-ENOMEM);
     uint64_t addr =
@@ -357,7 +351,7 @@ Decision MountHandler::Substitute(Thread& t, SyscallRegs& call, int arg,
     if (info && arg > 0 && info->args[arg - 1] == Arg::kDirFd) {
       with.set_arg(arg - 1, static_cast<uint64_t>(static_cast<int64_t>(AT_FDCWD)));
     }
-    return host_.PerformInstead(t, with);
+    return host_.PerformInstead(t, with, HostCredsOf(t));
   }
   if (!EnsureRegion(t, call, &restart)) return restart;
   uint64_t addr = t.proc->region->Put(t.tid, 4096 * static_cast<size_t>(arg & 3), host_path + '\0');

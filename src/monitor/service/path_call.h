@@ -35,10 +35,11 @@ bool TimesOnDescriptor(long nr, const SyscallRegs& call);
 std::string WithoutTrailingSlashes(std::string path);
 
 // A rename or link whose two paths are both on the host: the kernel does it, given substitutes
-// for the paths that need them (each in its own slot of the shared region).
+// for the paths that need them (each in its own slot of the shared region); a notified one,
+// `host` does it as the tracee with `creds`.
 Decision OnHostPair(Thread& t, SyscallRegs& call, const int args[2], const Target targets[2],
                     const std::function<Decision(int, const std::string&)>& substitute,
-                    host::HostHandler& host);
+                    host::HostHandler& host, const host::Creds& creds);
 
 // After a successful call: writes `v` to the tracee at `addr`, returning `r` or -EFAULT.
 template <typename T>

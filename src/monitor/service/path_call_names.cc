@@ -227,7 +227,8 @@ Decision ServedPathCall::Pair() {
     int args[2] = {path_args[0], path_args[1]};
     return OnHostPair(
         t, call, args, targets,
-        [&](int a, const std::string& path) { return h.Substitute(t, call, a, path); }, h.host_);
+        [&](int a, const std::string& path) { return h.Substitute(t, call, a, path); }, h.host_,
+        h.HostCredsOf(t));
   }
   const bool same =
       !on_host(targets[0]) && !on_host(targets[1]) && targets[0].mfs == targets[1].mfs;

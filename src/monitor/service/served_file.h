@@ -43,8 +43,6 @@ struct ServedFile : OpenFile {
   // Its mount-relative name when opened: what /proc/PID/fd shows, with " (deleted)", once it
   // has no name left.
   std::string opened_name;
-  // The kernel object the tracee holds in its place (a memfd), to recognise it when passed on.
-  ino_t placeholder_ino = 0;
   // Opened with O_TMPFILE and not O_EXCL, and not linked since: linkat may give it a name.
   bool linkable = false;
   // The schema counts open descriptions (an unlinked file lives until the last is closed).

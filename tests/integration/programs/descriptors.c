@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -206,6 +207,30 @@ int main(void) {
     _exit(0);
   }
   child_status(pid);
+  // So does a dup2 onto a descriptor of the file, and a close_range over one.
+  for (int how = 0; how < 2; how++) {
+    int l5 = open("locked.txt", O_RDWR);
+    if (fcntl(l5, F_SETLK, &mine) != 0) die("F_SETLK");
+    if (how == 0) {
+      int z = open("/dev/null", O_RDONLY);
+      if (dup2(z, l5) != l5) die("dup2");
+      close(z);
+      close(l5);
+    } else if (syscall(SYS_close_range, l5, l5, 0) != 0) {
+      die("close_range");
+    }
+    pid = fork();
+    if (pid == 0) {
+      int l6 = open("locked.txt", O_RDWR);
+      struct flock all = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+      printf("%-40s %s\n",
+             how ? "child locks all after close_range" : "child locks all after dup2 onto",
+             err(fcntl(l6, F_SETLK, &all)));
+      fflush(stdout);
+      _exit(0);
+    }
+    child_status(pid);
+  }
   close(l);
 
   // poll: a regular file is always ready; an empty pipe is not readable.
