@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_rows.h"
 #include "schema/filesystem.h"
 
 namespace amino::bench {
@@ -59,48 +60,6 @@ struct Sizes {
 
 constexpr Sizes kFull{3, 10000, 20000, 5, 64ull << 20, 8192, 3000, 300};
 constexpr Sizes kQuick{1, 2000, 2000, 2, 4ull << 20, 1024, 300, 30};
-
-[[noreturn]] void Die(const std::string& what) {
-  std::cerr << "schema_bench: " << what << "\n";
-  exit(1);
-}
-
-void Check(const Status& st, const std::string& what) {
-  if (!st.ok()) Die(what + ": " + st.message());
-}
-
-void CheckSys(bool ok, const std::string& what) {
-  if (!ok) Die(what + ": " + std::strerror(errno));
-}
-
-// Seconds taken by `ops` repetitions of `body(i)`.
-double Time(int ops, const std::function<void(int)>& body) {
-  auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < ops; ++i) body(i);
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-struct Row {
-  std::string name;
-  double amino_ops_per_s;
-  double native_ops_per_s;
-  std::string native_label;
-};
-
-void PrintTable(const std::vector<Row>& rows) {
-  std::printf("%-38s %11s %9s %11s %9s %7s  %s\n", "operation", "amino op/s", "amino us",
-              "native op/s", "native us", "ratio", "native operation");
-  for (const Row& r : rows) {
-    std::printf("%-38s %11.0f %9.2f %11.0f %9.2f %7.3f  %s\n", r.name.c_str(), r.amino_ops_per_s,
-                1e6 / r.amino_ops_per_s, r.native_ops_per_s, 1e6 / r.native_ops_per_s,
-                r.amino_ops_per_s / r.native_ops_per_s, r.native_label.c_str());
-  }
-}
 
 class Bench {
  public:
@@ -400,73 +359,8 @@ class Bench {
     }
   }
 
-  // How cost grows with the tree: `total` empty files made in directories of 1,000, with the
-  // create rate of each decade (10^3, 10^4, ... files) and the rate of stats of random files
-  // of the tree so far, beside the host's, and the size of the databases (*.db, not the log).
-  void Growth(long total) {
-    std::printf("%10s %12s %12s %7s %12s %12s %7s %10s\n", "files", "amino cr/s", "native cr/s",
-                "ratio", "amino st/s", "native st/s", "ratio", "db MiB");
-    auto name = [](long i) {
-      return "/g" + std::to_string(i / 1000) + "/f" + std::to_string(i % 1000);
-    };
-    std::mt19937_64 rng(3);
-    long made = 0;
-    for (long decade = 1000; made < total; decade *= 10) {
-      const long upto = std::min(decade, total);
-      const int n = static_cast<int>(upto - made);
-      const long first = made;
-      auto create_amino = [&](int k) {
-        const long i = first + k;
-        Call([&](Transaction& t) -> Status {
-          if (i % 1000 == 0) {
-            AMINO_RETURN_IF_ERROR(
-                fs_->Mkdir(t, kRoot, "/g" + std::to_string(i / 1000), 0755).status());
-          }
-          AMINO_ASSIGN_OR_RETURN(OpenResult o,
-                                 fs_->Open(t, kRoot, name(i), O_CREAT | O_EXCL | O_WRONLY, 0644));
-          return fs_->Close(t, o.id);
-        });
-      };
-      auto create_native = [&](int k) {
-        const long i = first + k;
-        if (i % 1000 == 0) {
-          std::string d = native_ + "/g" + std::to_string(i / 1000);
-          CheckSys(mkdir(d.c_str(), 0755) == 0, d);
-        }
-        std::string p = native_ + name(i);
-        int fd = open(p.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
-        CheckSys(fd >= 0, p);
-        close(fd);
-      };
-      const double ca = n / Time(n, create_amino);
-      const double cn = n / Time(n, create_native);
-      made = upto;
-      const int stats = 20000;
-      std::vector<std::string> picks(stats);
-      for (std::string& p : picks) p = name(static_cast<long>(rng() % static_cast<uint64_t>(made)));
-      const double sa =
-          stats / Time(stats, [&](int k) {
-            Call([&](Transaction& t) { return fs_->GetStat(t, kRoot, picks[k]).status(); });
-          });
-      const double sn = stats / Time(stats, [&](int k) {
-                          struct stat st;
-                          std::string p = native_ + picks[k];
-                          CheckSys(stat(p.c_str(), &st) == 0, p);
-                        });
-      uint64_t bytes = 0;
-      for (const auto& e : std::filesystem::directory_iterator(fs_dir_)) {
-        if (e.is_regular_file() && e.path().extension() == ".db") {
-          bytes += e.file_size();
-        }
-      }
-      std::printf("%10ld %12.0f %12.0f %7.3f %12.0f %12.0f %7.3f %10.1f\n", made, ca, cn, ca / cn,
-                  sa, sn, sa / sn, bytes / 1048576.0);
-      std::fflush(stdout);
-    }
-  }
-
  public:
-  void RunGrowth(long total) { Growth(total); }
+  void RunGrowth(long total) { amino::bench::RunGrowth(*fs_, fs_dir_, native_, total); }
 
  private:
   // db_stat on the Data db: 4 KiB pages must be stored inline (no overflow pages) in 64 KiB
