@@ -1,5 +1,5 @@
 """AF_UNIX sockets named by paths in the scratch directory (an Amino mount in the mount modes):
-bind, connect, datagrams sent to a path (sendto, and sendmsg with a descriptor passed), their errors, the names getsockname and getpeername
+bind, connect, datagrams sent to a path (sendto, sendmsg with a descriptor passed, sendmmsg), their errors, the names getsockname and getpeername
 report, the socket file as stat, listings, rename, link and unlink see it, and the peer
 credentials a server reads give the same results as natively; so do paths relative to a socket
 or pipe descriptor."""
@@ -8,7 +8,7 @@ import ittest
 from ittest import write
 
 SCRIPT = r'''
-import errno, os, socket, stat, struct
+import ctypes, errno, os, socket, stat, struct
 
 def err(f):
     try:
@@ -19,6 +19,45 @@ def err(f):
 
 def stream():
     return socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+class iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+class msghdr(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_void_p), ("namelen", ctypes.c_uint32),
+                ("iov", ctypes.POINTER(iovec)), ("iovlen", ctypes.c_size_t),
+                ("control", ctypes.c_void_p), ("controllen", ctypes.c_size_t),
+                ("flags", ctypes.c_int)]
+
+class mmsghdr(ctypes.Structure):
+    _fields_ = [("hdr", msghdr), ("len", ctypes.c_uint)]
+
+def send_all(sock, items):
+    # sendmmsg of (data, path or None: the path before) messages until all are sent, as a
+    # caller must (it may send fewer than given): the lengths sent, or an error.
+    keep, vec = [], (mmsghdr * len(items))()
+    path = None
+    for i, (data, to) in enumerate(items):
+        path = to or path
+        buf = ctypes.create_string_buffer(data, len(data))
+        iov = iovec(ctypes.cast(buf, ctypes.c_void_p), len(data))
+        # An abstract name (a NUL first) has no NUL at its end.
+        addr = struct.pack("H", socket.AF_UNIX) + path.encode() + (b"" if path[0] == "\0" else b"\0")
+        name = ctypes.create_string_buffer(addr, len(addr))
+        keep += [buf, iov, name]
+        vec[i].hdr.iov, vec[i].hdr.iovlen = ctypes.pointer(iov), 1
+        vec[i].hdr.name, vec[i].hdr.namelen = ctypes.cast(name, ctypes.c_void_p), len(addr)
+    lengths, done = [], 0
+    while done < len(items):
+        rest = ctypes.byref(vec, done * ctypes.sizeof(mmsghdr))
+        r = libc.sendmmsg(sock.fileno(), rest, len(items) - done, 0)
+        if r < 0:
+            return lengths + [errno.errorcode[ctypes.get_errno()]]
+        lengths += [vec[done + k].len for k in range(r)]
+        done += r
+    return lengths
 
 os.umask(0o022)
 os.mkdir("sock")
@@ -107,6 +146,14 @@ print("sendmsg to a file", err(lambda: d3.sendmsg([b"x"], [], 0, "plain")))
 print("sendmsg to a path by a relative link", err(lambda: os.symlink("dgram", "sock/to_dgram")),
       err(lambda: d3.sendmsg([b"linked"], [], 0, "sock/to_dgram")), d1.recv(64))
 os.unlink("sock/to_dgram")
+print("sendmmsg to a path", send_all(d3, [(b"one", "sock/dgram"), (b"two", None),
+                                          (b"three", "sock/dgram")]), [d1.recv(64) for _ in "123"])
+ab = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+ab.bind("\0amino-sockets-test-%d" % os.getpid())
+print("sendmmsg to an abstract name, then a path",
+      send_all(d3, [(b"abstract", ab.getsockname().decode()), (b"path", "sock/dgram")]),
+      ab.recv(64), d1.recv(64))
+print("sendmmsg to nothing", send_all(d3, [(b"x", "sock/none")]))
 os.unlink("sock/dgram")
 
 os.chdir("sock")

@@ -71,7 +71,8 @@ std::vector<long> MountHandler::ExtraTrapped() const {
   nrs.push_back(SYS_sendmsg);
   nrs.push_back(SYS_recvmsg);
   // AF_UNIX socket names in mounts (mount_sockets.cc).
-  for (long nr : {SYS_bind, SYS_connect, SYS_getsockname, SYS_getpeername, SYS_sendto}) {
+  for (long nr :
+       {SYS_bind, SYS_connect, SYS_getsockname, SYS_getpeername, SYS_sendto, SYS_sendmmsg}) {
     nrs.push_back(nr);
   }
   // The kernel's mount calls (mount_kernel_mounts.cc).
@@ -105,6 +106,7 @@ bool MountHandler::NeedsStop(long nr) const {
     case SYS_fchdir:
     case SYS_bind:  // their address register is changed (mount_sockets.cc)
     case SYS_connect:
+    case SYS_sendmmsg:
     // The descriptor's new number is seen at the call's exit (dup, dup2 and dup3 are answered
     // at their notification instead: DupAtNotification), and passed descriptors at recvmsg's.
     case SYS_fcntl:
@@ -215,6 +217,8 @@ Decision MountHandler::Serve(Thread& t, SyscallRegs& call) {
       return Connect(t, call);
     case SYS_sendto:
       return SendTo(t, call);
+    case SYS_sendmmsg:
+      return SendMmsg(t, call);
     case SYS_getsockname:
     case SYS_getpeername:
       return SocketName(t, call);
@@ -315,6 +319,14 @@ void MountHandler::OnExit(Thread& t, SyscallRegs& call) {
         RemoteSyscalls rs(t, call, true, exit_sink_, listener_);
         rs.Call(SYS_close, static_cast<uint64_t>(p.old_fd));
         rs.Restore();
+      }
+      break;
+    case Pending::Kind::kSentOne:
+      if (r >= 0) {
+        const unsigned sent = static_cast<unsigned>(r);
+        const bool told = WriteMemory(*t.proc, p.original.arg(1) + offsetof(mmsghdr, msg_len),
+                                      &sent, sizeof sent) == 0;
+        call.regs.rax = static_cast<unsigned long long>(told ? 1 : -EFAULT);
       }
       break;
     case Pending::Kind::kRestore:

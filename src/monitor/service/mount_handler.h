@@ -170,6 +170,8 @@ class MountHandler : public CallHandler, public TxnControl {
       kChdir,         // a host chdir or fchdir: the kernel's cwd changed
       kVirtualChdir,  // chdir into a mount: the kernel went to the mount point; cwd becomes virtual
       kExec,          // an exec of a materialised program: the copy is removed after
+      kSentOne,       // sendmmsg of one message made a sendmsg: its length goes to the caller's
+                      // header, and the result is 1
     } kind = Kind::kNone;
     SyscallRegs original;
     std::shared_ptr<OpenFile> file;
@@ -355,6 +357,10 @@ class MountHandler : public CallHandler, public TxnControl {
   Decision Bind(Thread& t, SyscallRegs& call);
   Decision Connect(Thread& t, SyscallRegs& call);
   Decision SendTo(Thread& t, SyscallRegs& call);  // a datagram to a path
+  // sendmmsg: the messages before the first one to a path in a mount go to the kernel as made
+  // (the count cut there); that one alone as sendmsg does it. sendmmsg may send fewer messages
+  // than it was given (it says how many), and callers send the rest again.
+  Decision SendMmsg(Thread& t, SyscallRegs& call);
   // sendmsg with a path as its destination (msg_name): nullopt when it has none in a mount.
   std::optional<Decision> SendMsgTo(Thread& t, SyscallRegs& call);
   // connect, sendto and sendmsg to `path`: the schema's checks, then the kernel on the host node
@@ -367,9 +373,11 @@ class MountHandler : public CallHandler, public TxnControl {
   // The call goes to the kernel with a sockaddr_un of `host_path` in place of its address
   // (registers `addr_arg` and `addr_arg` + 1), put back at its exit. With `header` (sendmsg),
   // register `addr_arg` points instead at a copy of the caller's message header whose msg_name
-  // is that address; both copies are in the shared region.
+  // is that address; both copies are in the shared region. `one_of_many`: a sendmmsg, made a
+  // sendmsg of that message.
   Decision WithSocketAddress(Thread& t, SyscallRegs& call, const std::string& host_path,
-                             int addr_arg, const msghdr* header = nullptr);
+                             int addr_arg, const msghdr* header = nullptr,
+                             bool one_of_many = false);
   // Host node of each socket bound under this run -> the path it was bound by, as given.
   std::unordered_map<std::string, std::string> socket_names_;
   // Stored socket (mount number, file id) -> its host node.

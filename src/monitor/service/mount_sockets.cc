@@ -10,12 +10,14 @@
 //            records the caller's credentials (SO_PEERCRED) and blocks it as usual;
 //   getsockname, getpeername: a host node's address reads as the path the socket was bound by.
 //   sendto   with an address (a datagram to an unconnected socket), as connect;
-//   sendmsg  the same, its header copied to the shared region with the host node as msg_name.
-// bind, connect, sendto with an address and sendmsg take a ptrace stop (MountHandler::NeedsStop,
+//   sendmsg  the same, its header copied to the shared region with the host node as msg_name;
+//   sendmmsg the messages before the first to a path in a mount as made, then that one as
+//            sendmsg (SendMmsg).
+// bind, connect, sendto with an address, sendmsg and sendmmsg take a ptrace stop (NeedsStop,
 // StopOnlyWhenSet): only at a stop can the address register be changed. Only sockets bound under
 // this `amino run` are live: a stored socket from an earlier run refuses connections
-// (ECONNREFUSED), as a socket file nobody listens on does. Not served: sendmmsg to a path in a
-// mount, and the address of a peer bound in a mount as accept, recvfrom and recvmsg report it.
+// (ECONNREFUSED), as a socket file nobody listens on does. Not served: the address of a peer
+// bound in a mount as accept, recvfrom and recvmsg report it.
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -24,10 +26,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstddef>
 #include <cstring>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "monitor/service/mount_handler.h"
 #include "monitor/shared_region.h"
@@ -85,7 +89,7 @@ bool IsDatagramSocket(Thread& t, int fd) {
 }  // namespace
 
 Decision MountHandler::WithSocketAddress(Thread& t, SyscallRegs& call, const std::string& host_path,
-                                         int addr_arg, const msghdr* header) {
+                                         int addr_arg, const msghdr* header, bool one_of_many) {
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
   if (host_path.size() >= sizeof a.sun_path) return Decision::Emulate(-ENAMETOOLONG);
@@ -108,9 +112,16 @@ Decision MountHandler::WithSocketAddress(Thread& t, SyscallRegs& call, const std
     if (!header_addr) return Decision::Emulate(-ENAMETOOLONG);
   }
   Pending p;
-  p.kind = Pending::Kind::kRestore;
+  p.kind = one_of_many ? Pending::Kind::kSentOne : Pending::Kind::kRestore;
   p.original = call;
   pending_[t.tid] = std::move(p);
+  if (one_of_many) {
+    // sendmmsg(fd, msgvec, vlen, flags) of one message is sendmsg(fd, msg, flags); the length
+    // it sends is written back at the exit (the shared region is read-only to the tracee, so
+    // the kernel could not write it into a copy there).
+    call.regs.orig_rax = SYS_sendmsg;
+    call.set_arg(2, call.arg(3));
+  }
   if (header) {
     call.set_arg(addr_arg, header_addr);
   } else {
@@ -210,6 +221,39 @@ std::optional<Decision> MountHandler::SendMsgTo(Thread& t, SyscallRegs& call) {
   return ToSocketNode(t, *path, [&](const std::string& host) {
     return WithSocketAddress(t, call, host, 1, &header);
   });
+}
+
+Decision MountHandler::SendMmsg(Thread& t, SyscallRegs& call) {
+  const unsigned vlen = std::min(static_cast<unsigned>(call.arg(2)), unsigned{IOV_MAX});
+  if (vlen == 0 || !IsDatagramSocket(t, static_cast<int>(call.arg(0)))) return Decision::Pass();
+  std::vector<mmsghdr> messages(vlen);
+  if (ReadMemory(*t.proc, call.arg(1), messages.data(), vlen * sizeof(mmsghdr)) != 0) {
+    return Decision::Pass();  // the kernel says EFAULT
+  }
+  for (unsigned i = 0; i < vlen; ++i) {
+    const msghdr& h = messages[i].msg_hdr;
+    if (!h.msg_name) continue;
+    std::optional<std::string> path =
+        SocketPathOf(*t.proc, reinterpret_cast<uint64_t>(h.msg_name), h.msg_namelen);
+    Target target;
+    if (!path || (Resolve(t, AT_FDCWD, *path, false, LastName::kFollow, &target) == 0 &&
+                  target.kind == Target::Kind::kHost)) {
+      continue;
+    }
+    if (i > 0) {
+      // The ones before it, by the kernel; it comes first in the caller's next call.
+      Pending p;
+      p.kind = Pending::Kind::kRestore;
+      p.original = call;
+      pending_[t.tid] = std::move(p);
+      call.set_arg(2, i);
+      return Decision::ObserveExit();
+    }
+    return ToSocketNode(t, *path, [&](const std::string& host) {
+      return WithSocketAddress(t, call, host, 1, &h, true);
+    });
+  }
+  return Decision::Pass();
 }
 
 Decision MountHandler::ToSocketNode(Thread& t, const std::string& path,
