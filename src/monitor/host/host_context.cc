@@ -195,6 +195,12 @@ int ReadPath(Thread& t, uint64_t addr, std::string* out, bool* via_shadow, Proce
   if (via_shadow) *via_shadow = false;
   int err = ReadString(*t.proc, addr, 4096, out);
   if (err) return err;
+  RewriteProcPath(t, out, via_shadow, table);
+  return 0;
+}
+
+void RewriteProcPath(Thread& t, std::string* out, bool* via_shadow, ProcessTable* table) {
+  if (via_shadow) *via_shadow = false;
   auto rewrite = [&](const std::string& from, const std::string& to) {
     if (out->compare(0, from.size(), from) == 0 &&
         (out->size() == from.size() || (*out)[from.size()] == '/')) {
@@ -223,38 +229,37 @@ int ReadPath(Thread& t, uint64_t addr, std::string* out, bool* via_shadow, Proce
   } else if (out->compare(0, 6, "/proc/") == 0) {
     size_t e;
     long pid = number(6, &e);
-    if (pid <= 0 || e >= out->size() || (*out)[e] != '/') return 0;
+    if (pid <= 0 || e >= out->size() || (*out)[e] != '/') return;
     Thread* other = pid == t.proc->tgid ? &t
                     : table             ? table->Find(static_cast<pid_t>(pid))
                                         : nullptr;
-    if (!other || !other->proc) return 0;
+    if (!other || !other->proc) return;
     owner = other->proc.get();
     at = e + 1;
     if (out->compare(at, 5, "task/") == 0) {
       long tid = number(at + 5, &e);
-      if (tid <= 0 || e >= out->size() || (*out)[e] != '/') return 0;
+      if (tid <= 0 || e >= out->size() || (*out)[e] != '/') return;
       at = e + 1;
     }
   } else {
-    return 0;
+    return;
   }
   if (kind.empty()) {
     for (const char* k : {"fd/", "fdinfo/"}) {
       if (out->compare(at, std::strlen(k), k) == 0) kind = k;
     }
-    if (kind.empty()) return 0;
+    if (kind.empty()) return;
     at += kind.size();
   }
   size_t e;
   long fd = number(at, &e);
-  if (fd < 0 || (e < out->size() && (*out)[e] != '/')) return 0;
+  if (fd < 0 || (e < out->size() && (*out)[e] != '/')) return;
   auto it = owner->fds->files.find(static_cast<int>(fd));
-  if (it == owner->fds->files.end()) return 0;
+  if (it == owner->fds->files.end()) return;
   auto f = std::dynamic_pointer_cast<HostFile>(it->second);
-  if (!f) return 0;
+  if (!f) return;
   *out = "/proc/self/" + kind + std::to_string(f->fd) + out->substr(e);
   if (via_shadow) *via_shadow = true;
-  return 0;
 }
 
 bool IsKernelPath(const std::string& path) {

@@ -110,6 +110,9 @@ int ResolveDirFd(Thread& t, int dirfd, const std::string& path, ScopedFd& holder
 // `table` finds other tracees whose descriptor directories a path may name.
 int ReadPath(Thread& t, uint64_t addr, std::string* out, bool* via_shadow = nullptr,
              ProcessTable* table = nullptr);
+// The rewriting ReadPath makes, of a path already read.
+void RewriteProcPath(Thread& t, std::string* path, bool* via_shadow = nullptr,
+                     ProcessTable* table = nullptr);
 
 // Paths whose meaning depends on the calling process or on kernel objects, left to the kernel.
 bool IsKernelPath(const std::string& path);

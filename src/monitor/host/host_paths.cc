@@ -16,6 +16,7 @@
 
 #include "monitor/calls/validate.h"
 #include "monitor/host/host_handler.h"
+#include "monitor/path_call_decoder.h"
 #include "monitor/syscall_numbers.h"
 #include "monitor/syscall_table.h"
 #include "monitor/tracee_memory.h"
@@ -28,8 +29,9 @@ constexpr uint64_t kCapDacReadSearch = 1ull << 2;
 
 long Result(long r) { return r < 0 ? -errno : r; }
 
-// One path argument of the call, resolved for the monitor's *at call.
-struct PathArg {
+// One path argument of the call as the monitor's *at call takes it: a directory descriptor of
+// the monitor's (held open by `holder` when the monitor opened it) and the path from there.
+struct AtPath {
   std::string path;
   int dirfd = AT_FDCWD;
   ScopedFd holder;
@@ -41,34 +43,10 @@ long CopyOut(Thread& t, uint64_t addr, const T& v, long r) {
   return WriteMemory(*t.proc, addr, &v, sizeof v) == 0 ? r : -EFAULT;
 }
 
-bool IsXattrSet(long nr) {
-  return nr == SYS_setxattr || nr == SYS_lsetxattr || nr == SYS_fsetxattr;
-}
-
-// What the xattr calls copy from the tracee before they look at the path: the name (all but the
-// list calls) and the value (set calls), in the kernel's order of checks.
-struct XattrArgs {
-  std::string name;
-  std::vector<char> value;
-};
-
-long ReadXattrArgs(Thread& t, long nr, SyscallRegs& call, XattrArgs* x) {
-  if (nr == SYS_listxattr || nr == SYS_llistxattr || nr == SYS_flistxattr) return 0;
-  int err = ReadString(*t.proc, call.arg(1), calls::kXattrNameReadMax, &x->name);
-  if (err && err != ENAMETOOLONG) return -err;
-  if ((err = calls::ValidateXattrName(x->name, err == ENAMETOOLONG))) return -err;
-  if (!IsXattrSet(nr)) return 0;
-  const uint64_t size = call.arg(3);
-  if ((err = calls::ValidateXattrValueSize(size))) return -err;
-  x->value.resize(size);
-  if (size && ReadMemory(*t.proc, call.arg(2), x->value.data(), size) != 0) return -EFAULT;
-  return 0;
-}
-
 // The error of the walk the kernel makes on the first path of a two-path call before it looks
 // at the second path or its directory: link follows the whole old path; rename walks to the
 // old path's parent (search permission on every directory on the way). 0 if it succeeds.
-long FirstPathError(long nr, const PathArg& p, unsigned link_flags, const Creds& c) {
+long FirstPathError(long nr, const AtPath& p, unsigned link_flags, const Creds& c) {
   AsTracee as(c);
   if (nr == SYS_link || nr == SYS_linkat) {
     if (p.path.empty()) return 0;  // AT_EMPTY_PATH: the descriptor itself
@@ -85,8 +63,8 @@ long FirstPathError(long nr, const PathArg& p, unsigned link_flags, const Creds&
   return fd.get() < 0 ? -errno : 0;
 }
 
-// One path call being made by the monitor: what it read from the tracee before its paths, and
-// its paths, each resolved to a directory descriptor of the monitor's.
+// One path call being made by the monitor: the call as decoded (path_call_decoder.h), and its
+// paths, each resolved to a directory descriptor of the monitor's.
 struct HostPathCall {
   Thread& t;
   SyscallRegs& call;
@@ -94,13 +72,10 @@ struct HostPathCall {
   const SyscallInfo& info;
   const Creds& c;
   const uint64_t a1, a2, a3, a4;
-  timespec ts[2] = {};
-  timespec* times = nullptr;
-  std::string target;  // a symbolic link's target
-  XattrArgs xattr;
+  DecodedPathCall decoded;
+  const PathExtras& x = decoded.extras;
   std::shared_ptr<HostFile> xattr_shadow;  // the descriptor of the f*xattr calls
-  PathArg paths[2];
-  int npaths = 0;
+  AtPath paths[2];
 
   HostPathCall(Thread& thread, SyscallRegs& regs, const SyscallInfo& call_info, const Creds& creds)
       : t(thread),
@@ -114,9 +89,11 @@ struct HostPathCall {
         a4(regs.arg(4)) {}
   const char* P(int i) const { return paths[i].path.c_str(); }
   int D(int i) const { return paths[i].dirfd; }
-  // What the call copies from memory before its paths: 0 or -errno; 1 when it has nothing to
-  // do; 2 when the descriptor of an f*xattr call is not the monitor's.
-  long ReadExtras();
+  // The times the call sets (nullptr: now).
+  const timespec* times() const { return x.has_times ? x.times : nullptr; }
+  // Each decoded path made an AtPath, in the kernel's order of errors: nullopt when all are.
+  // `instead`: paths under /proc, /sys and /dev are the monitor's too.
+  std::optional<Decision> ResolvePaths(ProcessTable* table, bool instead);
   // By family, once the paths are resolved.
   Decision Stats();
   Decision Attributes();
@@ -124,29 +101,34 @@ struct HostPathCall {
   Decision Xattrs();
 };
 
-long HostPathCall::ReadExtras() {
-  if (nr == SYS_utimensat) {
-    if (call.arg(2)) {
-      if (ReadMemory(*t.proc, call.arg(2), ts, sizeof ts) != 0) return -EFAULT;
-      times = ts;
-      if (calls::UtimesNothingToDo(times)) return 1;
+std::optional<Decision> HostPathCall::ResolvePaths(ProcessTable* table, bool instead) {
+  // An error of the second path (its name or its directory) is reported only after the walk on
+  // the first.
+  auto second_path_error = [&](int i, long err) {
+    if (i == 1) {
+      const unsigned link_flags = nr == SYS_linkat ? static_cast<unsigned>(call.arg(4)) : 0;
+      if (long first = FirstPathError(nr, paths[0], link_flags, c)) return Decision::Emulate(first);
     }
-    const bool by_descriptor = call.arg(1) == 0 && static_cast<int>(call.arg(0)) != AT_FDCWD;
-    return -calls::ValidateUtimensatFlags(static_cast<unsigned>(call.arg(3)), by_descriptor);
+    return Decision::Emulate(err);
+  };
+  for (int i = 0; i < decoded.n; ++i) {
+    const PathArg& p = decoded.paths[i];
+    AtPath& at = paths[i];
+    if (p.null && TimesOnDescriptor(nr, call)) {
+      at.dirfd = -1;  // the descriptor itself (futimens)
+      continue;
+    }
+    if (!p.null && p.read_err) return second_path_error(i, -p.read_err);
+    at.path = p.null ? "" : p.path;  // statx and newfstatat take NULL for ""
+    bool via_shadow = false;
+    RewriteProcPath(t, &at.path, &via_shadow, table);
+    if (at.path.empty() && !p.empty_ok) return second_path_error(i, -ENOENT);
+    if (!via_shadow && !instead && IsKernelPath(at.path)) return Decision::Pass();
+    const int dfd = ResolveDirFd(t, p.dirfd, at.path, at.holder);
+    if (dfd < 0 && dfd != AT_FDCWD) return second_path_error(i, dfd);
+    at.dirfd = dfd;
   }
-  if (nr == SYS_symlink || nr == SYS_symlinkat) {
-    if (int err = ReadString(*t.proc, call.arg(0), 4096, &target)) return -err;
-    return target.empty() ? -ENOENT : 0;
-  }
-  if (info.family != Family::kXattr) return 0;
-  if (info.args[0] == Arg::kFd) {
-    xattr_shadow = ShadowOf(t, static_cast<int>(call.arg(0)));
-    if (!xattr_shadow) return 2;
-  }
-  if (long r = ReadXattrArgs(t, nr, call, &xattr)) return r;
-  // An O_PATH descriptor is no descriptor to these calls (checked after the name and value).
-  if (xattr_shadow && (fcntl(xattr_shadow->fd, F_GETFL) & O_PATH)) return -EBADF;
-  return 0;
+  return std::nullopt;
 }
 
 Decision HostPathCall::Stats() {
@@ -219,33 +201,16 @@ Decision HostPathCall::Attributes() {
     case SYS_utimes:
     case SYS_futimesat:
     case SYS_utimensat: {
-      // utimensat's times were read before its path.
-      const uint64_t tp = nr == SYS_utime || nr == SYS_utimes ? a1 : a2;
-      if (tp && nr != SYS_utimensat) {
-        times = ts;
-        if (nr == SYS_utime) {
-          utimbuf u;
-          if (ReadMemory(*t.proc, tp, &u, sizeof u) != 0) return Decision::Emulate(-EFAULT);
-          ts[0] = {u.actime, 0};
-          ts[1] = {u.modtime, 0};
-        } else {
-          timeval tv[2];
-          if (ReadMemory(*t.proc, tp, tv, sizeof tv) != 0) return Decision::Emulate(-EFAULT);
-          for (int i = 0; i < 2; ++i) {
-            if (tv[i].tv_usec < 0 || tv[i].tv_usec >= 1000000) return Decision::Emulate(-EINVAL);
-            ts[i] = {tv[i].tv_sec, tv[i].tv_usec * 1000};
-          }
-        }
-      }
+      // The times were read before the path (path_call_decoder.h).
       AsTracee as(c);
-      if (nr == SYS_utimensat && paths[0].dirfd == -1) {
-        // futimens: the descriptor is the first argument.
+      if (paths[0].dirfd == -1) {
+        // futimens, futimesat(fd, NULL): the descriptor is the first argument.
         std::shared_ptr<HostFile> f = ShadowOf(t, static_cast<int>(call.arg(0)));
         if (!f) return Decision::Pass();
-        return Decision::Emulate(Result(futimens(f->fd, times)));
+        return Decision::Emulate(Result(futimens(f->fd, times())));
       }
       const int flags = nr == SYS_utimensat ? static_cast<int>(a3) : 0;
-      return Decision::Emulate(Result(utimensat(D(0), P(0), times, flags)));
+      return Decision::Emulate(Result(utimensat(D(0), P(0), times(), flags)));
     }
     case SYS_truncate: {
       // truncate(2) has no directory argument: the file is found relative to the tracee's
@@ -317,7 +282,7 @@ Decision HostPathCall::Names() {
     case SYS_symlink:
     case SYS_symlinkat: {
       AsTracee as(c);
-      return Decision::Emulate(Result(symlinkat(target.c_str(), D(0), P(0))));
+      return Decision::Emulate(Result(symlinkat(x.target.c_str(), D(0), P(0))));
     }
     case SYS_readlink:
     case SYS_readlinkat: {
@@ -352,7 +317,7 @@ Decision HostPathCall::Xattrs() {
   const std::string via =
       "/proc/self/fd/" + std::to_string(by_fd ? xattr_shadow->fd : target_fd.get());
   const int fd = by_fd ? xattr_shadow->fd : -1;
-  const char* name = xattr.name.c_str();
+  const char* name = x.name.c_str();
   // Without the tracee's CAP_SYS_ADMIN the kernel refuses trusted.* and security.* names and
   // leaves trusted.* out of lists, as for the tracee.
   AsTracee as(c);
@@ -360,7 +325,7 @@ Decision HostPathCall::Xattrs() {
     case SYS_setxattr:
     case SYS_lsetxattr:
     case SYS_fsetxattr: {
-      const void* value = xattr.value.data();
+      const void* value = x.value.data();
       r = fd >= 0 ? fsetxattr(fd, name, value, a3, static_cast<int>(a4))
                   : setxattr(via.c_str(), name, value, a3, static_cast<int>(a4));
       return Decision::Emulate(Result(r));
@@ -401,66 +366,20 @@ Decision HostHandler::PathCall(Thread& t, SyscallRegs& call, const Creds& creds,
   const long nr = call.nr();
   const SyscallInfo* info = FindSyscall(nr);
   if (!info) return Decision::Pass();
-  std::array<uint64_t, 6> args;
-  for (int i = 0; i < 6; ++i) args[static_cast<size_t>(i)] = call.arg(i);
+  HostPathCall hc(t, call, *info, creds);
+  // The f*xattr calls are this handler's on a shadow only: the kernel answers the others whole.
+  if (info->family == Family::kXattr && info->args[0] == Arg::kFd) {
+    hc.xattr_shadow = ShadowOf(t, static_cast<int>(call.arg(0)));
+    if (!hc.xattr_shadow) return Decision::Pass();
+  }
   // The kernel's own order: flags and sizes, then what the call copies from memory before its
   // paths (times, link target, attribute name and value), then each path and its directory.
-  if (int err = calls::EarlyErrno(nr, args)) return Decision::Emulate(-err);
-  HostPathCall hc(t, call, *info, creds);
-  if (long r = hc.ReadExtras()) {
-    if (r == 2) return Decision::Pass();
-    return Decision::Emulate(r == 1 ? 0 : r);
+  if (std::optional<Decision> d = DecodePathCall(t, *info, call, &hc.decoded)) return *d;
+  // An O_PATH descriptor is no descriptor to these calls (checked after the name and value).
+  if (hc.xattr_shadow && (fcntl(hc.xattr_shadow->fd, F_GETFL) & O_PATH)) {
+    return Decision::Emulate(-EBADF);
   }
-  const Creds& c = hc.c;
-  // Gather the path arguments: each kPath that follows a kDirFd uses it; others use the cwd.
-  PathArg* paths = hc.paths;
-  int& npaths = hc.npaths;
-  // An error of the second path (its name or its directory) is reported only after the walk on
-  // the first.
-  auto second_path_error = [&](long err) {
-    if (npaths == 2) {
-      const unsigned link_flags = nr == SYS_linkat ? static_cast<unsigned>(call.arg(4)) : 0;
-      if (long first = FirstPathError(nr, paths[0], link_flags, c)) return Decision::Emulate(first);
-    }
-    return Decision::Emulate(err);
-  };
-  PathSlot slots[2];
-  const int nslots = PathSlots(*info, slots);
-  for (int k = 0; k < nslots; ++k) {
-    const int i = slots[k].arg;
-    PathArg& p = paths[npaths++];
-    const uint64_t addr = call.arg(i);
-    const int dirfd =
-        slots[k].dirfd_arg >= 0 ? static_cast<int>(call.arg(slots[k].dirfd_arg)) : AT_FDCWD;
-    // utimensat(fd, NULL, ...) is futimens: the descriptor itself.
-    if (addr == 0 && nr == SYS_utimensat && dirfd != AT_FDCWD) {
-      p.dirfd = -1;
-      continue;
-    }
-    const bool empty_allowed = calls::EmptyPathAllowed(nr, i, args);
-    bool via_shadow = false;
-    // statx and newfstatat take NULL for an empty path with AT_EMPTY_PATH.
-    const bool null_is_empty =
-        addr == 0 && empty_allowed && (nr == SYS_statx || nr == SYS_newfstatat);
-    int err = null_is_empty ? 0 : ReadPath(t, addr, &p.path, &via_shadow, table_);
-    if (nr == SYS_statx || nr == SYS_newfstatat) {
-      // Their flags are checked before the path is looked at, except on the shortcut to the
-      // descriptor itself.
-      const unsigned flags = static_cast<unsigned>(call.arg(nr == SYS_statx ? 2 : 3));
-      const bool by_fd = calls::StatsDescriptorItself(nr, dirfd, err == 0 && p.path.empty(), flags);
-      const int invalid =
-          nr == SYS_statx ? calls::ValidateStatx(flags, static_cast<unsigned>(call.arg(3)), by_fd)
-          : by_fd         ? 0
-                          : calls::ValidateFstatatFlags(flags);
-      if (invalid) return Decision::Emulate(-invalid);
-    }
-    if (err) return second_path_error(-err);
-    if (p.path.empty() && !empty_allowed) return second_path_error(-ENOENT);
-    if (!via_shadow && !instead && IsKernelPath(p.path)) return Decision::Pass();
-    int dfd = ResolveDirFd(t, dirfd, p.path, p.holder);
-    if (dfd < 0 && dfd != AT_FDCWD) return second_path_error(dfd);
-    p.dirfd = dfd;
-  }
+  if (std::optional<Decision> d = hc.ResolvePaths(table_, instead)) return *d;
   switch (info->family) {
     case Family::kStat:
       return hc.Stats();

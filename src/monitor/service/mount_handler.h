@@ -46,6 +46,7 @@
 #include "monitor/mounts/host_links.h"
 #include "monitor/mounts/mount_table.h"
 #include "monitor/mounts/path_resolver.h"
+#include "monitor/path_call_decoder.h"
 #include "monitor/service/host_nodes.h"
 #include "monitor/service/mount_dirs.h"
 #include "monitor/service/mount_fs.h"
@@ -58,8 +59,6 @@
 #include "schema/cred.h"
 
 namespace amino::monitor::service {
-
-struct PathExtras;  // path_call.h
 
 // Where one path argument of a call leads.
 struct Target {

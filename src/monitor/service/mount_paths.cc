@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "monitor/calls/validate.h"
+#include "monitor/path_call_decoder.h"
 #include "monitor/service/mount_handler.h"
 #include "monitor/service/path_call.h"
 #include "monitor/service/stat_convert.h"
@@ -49,31 +50,6 @@ bool IsPathCall(const SyscallInfo& info) {
   }
   PathSlot slots[2];
   return PathSlots(info, slots) > 0;
-}
-
-// One path argument: the register it is in and the directory it is relative to.
-struct PathArg {
-  int arg = -1;
-  int dirfd = AT_FDCWD;
-  bool empty_ok = false;
-  bool null = false;  // a NULL pointer where the call allows one
-  int read_err = 0;
-  std::string path;
-};
-
-// The path arguments of `info`, with their directories as the tracee gave them.
-int PathArgs(const SyscallInfo& info, const SyscallRegs& call, PathArg out[2]) {
-  std::array<uint64_t, 6> regs;
-  for (int i = 0; i < 6; ++i) regs[static_cast<size_t>(i)] = call.arg(i);
-  PathSlot slots[2];
-  const int n = PathSlots(info, slots);
-  for (int i = 0; i < n; ++i) {
-    PathArg& p = out[i];
-    p.arg = slots[i].arg;
-    if (slots[i].dirfd_arg >= 0) p.dirfd = static_cast<int>(call.arg(slots[i].dirfd_arg));
-    p.empty_ok = calls::EmptyPathAllowed(info.nr, p.arg, regs);
-  }
-  return n;
 }
 
 // What Linux checks of one path of a rename or link before it compares the file systems of the
@@ -214,56 +190,6 @@ Decision OnHostPair(Thread& t, SyscallRegs& call, const int args[2], const Targe
 }
 
 namespace {
-
-// A path call as read from the tracee, in the kernel's order: flags, what it copies before its
-// paths, the paths, then the stat calls' flags (which say whether they act on a descriptor).
-struct DecodedPathCall {
-  PathExtras extras;
-  PathArg paths[2];
-  int n = 0;
-  bool on_descriptor = false;  // the call acts on paths[0].dirfd itself
-};
-
-// nullopt when the call goes on with `d`, else its decision (an early error, nothing to do).
-std::optional<Decision> DecodePathCall(Thread& t, const SyscallInfo& info, SyscallRegs& call,
-                                       DecodedPathCall* d) {
-  const long nr = info.nr;
-  std::array<uint64_t, 6> regs;
-  for (int i = 0; i < 6; ++i) regs[static_cast<size_t>(i)] = call.arg(i);
-  if (int err = calls::EarlyErrno(nr, regs)) return Decision::Emulate(-err);
-  if (int err = ReadPathExtras(*t.proc, info, call, &d->extras)) return Decision::Emulate(-err);
-  if (d->extras.nothing_to_do) return Decision::Emulate(0);
-
-  PathArg* paths = d->paths;
-  d->n = PathArgs(info, call, paths);
-  for (int i = 0; i < d->n; ++i) {
-    PathArg& p = paths[i];
-    const uint64_t addr = call.arg(p.arg);
-    const bool stat_call = nr == SYS_newfstatat || nr == SYS_statx;
-    if (addr == 0 && (TimesOnDescriptor(nr, call) || (stat_call && p.empty_ok))) {
-      p.null = true;
-      continue;
-    }
-    p.read_err = ReadString(*t.proc, addr, PATH_MAX, &p.path);
-  }
-
-  // The stat calls check their flags after reading the path, which decides whether they look
-  // at a descriptor or a path.
-  d->on_descriptor = TimesOnDescriptor(nr, call);
-  if (nr == SYS_newfstatat || nr == SYS_statx) {
-    const unsigned flags = static_cast<unsigned>(call.arg(nr == SYS_statx ? 2 : 3));
-    const bool empty = paths[0].null || (paths[0].read_err == 0 && paths[0].path.empty());
-    d->on_descriptor = calls::StatsDescriptorItself(nr, paths[0].dirfd, empty, flags);
-    const int err =
-        nr == SYS_statx
-            ? calls::ValidateStatx(flags, static_cast<unsigned>(call.arg(3)), d->on_descriptor)
-            : (d->on_descriptor ? 0 : calls::ValidateFstatatFlags(flags));
-    if (err) return Decision::Emulate(-err);
-    if (d->on_descriptor) paths[0].empty_ok = true;
-  }
-  if (d->on_descriptor && !(paths[0].null || paths[0].path.empty())) d->on_descriptor = false;
-  return std::nullopt;
-}
 
 // readlink of a served descriptor's link in /proc: `link`, the file's name, not its
 // placeholder's.

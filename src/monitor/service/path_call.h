@@ -9,28 +9,12 @@
 #include <functional>
 #include <string>
 
+#include "monitor/path_call_decoder.h"
 #include "monitor/service/mount_handler.h"
 #include "monitor/syscall_table.h"
 #include "monitor/tracee_memory.h"
 
 namespace amino::monitor::service {
-
-// The arguments besides the paths that Linux copies from memory and checks before it looks a
-// path up: the xattr name and value, the times, the symbolic link's target.
-struct PathExtras {
-  std::string name;
-  std::string value;
-  std::string target;
-  timespec times[2] = {};
-  bool has_times = false;
-  bool nothing_to_do = false;  // utimensat with both times UTIME_OMIT: succeeds at once
-};
-
-// 0 or the errno the call fails with before any path is looked at (path_extras.cc).
-int ReadPathExtras(Process& p, const SyscallInfo& info, const SyscallRegs& call, PathExtras* x);
-
-// utimensat and futimesat with a NULL path and a descriptor act on the descriptor itself.
-bool TimesOnDescriptor(long nr, const SyscallRegs& call);
 
 std::string WithoutTrailingSlashes(std::string path);
 
