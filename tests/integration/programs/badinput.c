@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 static void report(const char* what, long r) {
@@ -108,6 +109,14 @@ int main(void) {
   CALL("read(fd, count 0)", syscall(SYS_read, rd, bad, 0));
   close(rd);
   CALL("read(closed fd)", syscall(SYS_read, rd, ok, 1));
+  // The times are copied before the path is looked at; a NULL path with a descriptor is the
+  // descriptor itself.
+  CALL("utimes(empty path, bad times)", syscall(SYS_utimes, "", bad));
+  CALL("utime(missing, bad times)", syscall(SYS_utime, "missing", bad));
+  struct timeval tv[2] = {{1000, 0}, {2000, 0}};
+  CALL("futimesat(fd, NULL, times)", syscall(SYS_futimesat, fd, NULL, tv));
+  fstat(fd, &st);
+  printf("%-44s %lld\n", "its mtime", (long long)st.st_mtime);
   close(fd);
   printf("still alive\n");
   return 0;
