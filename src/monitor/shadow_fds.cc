@@ -93,6 +93,14 @@ Decision DupAtNotification(Thread& t, const SyscallRegs& call, ptrace_ext::Notif
   close(pidfd);
   if (copy < 0) return Decision::Emulate(-taken);  // EBADF: old_fd is not open
   std::shared_ptr<OpenFile> file = old_it == files.end() ? nullptr : old_it->second;
+  if (!file && (fcntl(copy, F_GETFL) & O_PATH)) {
+    // The listener cannot install an O_PATH descriptor (ADDFD says EBADF). The kernel makes
+    // this copy of one the monitor does not follow: the tracked file at new_fd is closed by it.
+    close(copy);
+    on_replace(*new_it->second);
+    files.erase(new_it);
+    return Decision::Pass();
+  }
   const long r = listener.ReplyWithFd(call.notification_id, copy, flags & O_CLOEXEC, new_fd);
   close(copy);
   if (r == -ENOENT) return Decision::Replied();  // the caller is gone

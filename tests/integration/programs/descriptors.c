@@ -233,6 +233,18 @@ int main(void) {
   }
   close(l);
 
+  // dup2 of an O_PATH descriptor onto a file's descriptor: that number now stands for the
+  // FIFO.
+  if (mkfifo("opath.fifo", 0600) != 0) die("mkfifo");
+  int opath = open("opath.fifo", O_PATH);
+  int onto = open("locked.txt", O_RDWR);
+  printf("%-40s %s\n", "dup2(O_PATH FIFO, file)", err(dup2(opath, onto) == onto ? 0 : -1));
+  struct stat became;
+  printf("%-40s %s\n", "  the number is the FIFO now",
+         fstat(onto, &became) == 0 && S_ISFIFO(became.st_mode) ? "yes" : "no");
+  close(onto);
+  close(opath);
+
   // poll: a regular file is always ready; an empty pipe is not readable.
   int p[2];
   if (pipe(p) != 0) die("pipe");
