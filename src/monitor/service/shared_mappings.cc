@@ -47,14 +47,14 @@ bool WriteAll(int fd, const char* buf, size_t len, uint64_t at) {
   return true;
 }
 
-// What a page's bytes hash to, never 0 (0 marks a page not known to be in step).
-uint64_t PageMark(const char* bytes, size_t n) {
-  return (std::hash<std::string_view>{}(std::string_view(bytes, n)) << 1) | 1;
+// What a whole page's bytes hash to, never 0 (0 marks a page not known to be in step).
+uint64_t PageMark(const char* page) {
+  return (std::hash<std::string_view>{}(std::string_view(page, kPage)) << 1) | 1;
 }
 
 // Pages [first, end) are no longer known to match the schema.
-void Unknown(std::vector<uint64_t>& synced, uint64_t first, uint64_t end) {
-  for (uint64_t p = first; p < std::min<uint64_t>(end, synced.size()); ++p) synced[p] = 0;
+void Unknown(std::map<uint64_t, uint64_t>& synced, uint64_t first, uint64_t end) {
+  synced.erase(synced.lower_bound(first), synced.lower_bound(end));
 }
 
 uint64_t SizeOf(int fd) {
@@ -194,8 +194,12 @@ CallOutcome SharedMappings::WriteBack(MountFs& m, schema::FileId id, uint64_t fr
         for (size_t page = 0; page < len; page += kPage) {
           const size_t n = std::min(kPage, len - page);
           const uint64_t index = (pos + page) / kPage;
-          const uint64_t mark = PageMark(mine.data() + page, n);
-          const uint64_t known = index < mapping->synced.size() ? mapping->synced[index] : 0;
+          // The last page's mark is of the whole page, zeros past the end of the file's data:
+          // the same bytes, whatever the file's size is now.
+          std::memset(mine.data() + page + n, 0, kPage - n);
+          const uint64_t mark = PageMark(mine.data() + page);
+          const auto seen = mapping->synced.find(index);
+          const uint64_t known = seen == mapping->synced.end() ? 0 : seen->second;
           if (known == mark) continue;  // as it was when last in step
           if (known == 0) {
             // Never seen in step: compare with what the schema holds.
@@ -220,10 +224,7 @@ CallOutcome SharedMappings::WriteBack(MountFs& m, schema::FileId id, uint64_t fr
     return Status::Ok();
   });
   if (o.kind == CallOutcome::Kind::kDone && o.status.ok()) {
-    for (const auto& [index, mark] : learned) {
-      if (index >= mapping->synced.size()) mapping->synced.resize(index + 1, 0);
-      mapping->synced[index] = mark;
-    }
+    for (const auto& [index, mark] : learned) mapping->synced[index] = mark;
   }
   if (o.kind == CallOutcome::Kind::kDone && o.status.error() == ESTALE) {
     // The file is gone (removed, its last description closed): what is stored in a mapping
@@ -295,7 +296,7 @@ void SharedMappings::Resized(const MountFs& m, schema::FileId id, uint64_t size)
   // Cut off, or extended with zeros, as the schema's file.
   if (Mapping* mapping = FindMutable(m, id)) {
     (void)ftruncate(mapping->fd, static_cast<off_t>(size));
-    if (mapping->synced.size() > size / kPage) mapping->synced.resize(size / kPage);
+    Unknown(mapping->synced, size / kPage, UINT64_MAX);
   }
 }
 

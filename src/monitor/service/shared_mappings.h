@@ -34,8 +34,9 @@ class SharedMappings {
   struct Mapping {
     std::string path;  // where the tracee opens it (a private directory of the monitor)
     int fd = -1;       // the monitor's descriptor (read-write)
-    // Per page: PageMark of the bytes the schema holds for it, or 0 when that is not known.
-    std::vector<uint64_t> synced;
+    // Page number -> PageMark of the bytes the schema holds for it, for the pages known to be
+    // in step (sparse: a file written far out once mapped costs nothing for the pages between).
+    std::map<uint64_t, uint64_t> synced;
   };
 
   SharedMappings() = default;

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -58,6 +59,18 @@ class SharedMappingsTest : public ScratchMountTest {
     });
     EXPECT_TRUE(st.ok()) << st.message();
     return out;
+  }
+
+  // The file's modification time as the schema holds it.
+  timespec Mtime(schema::FileId id) {
+    timespec m{};
+    schema::Status st = mfs_.fs->Run([&](schema::Transaction& t) -> schema::Status {
+      auto stat = mfs_.fs->FStat(t, id);
+      if (stat.ok()) m = stat->attr.mtime;
+      return stat.status();
+    });
+    EXPECT_TRUE(st.ok()) << st.message();
+    return m;
   }
 
   static std::string Contents(int fd) {
@@ -159,24 +172,43 @@ TEST_F(SharedMappingsTest, AWriteBackWithNothingStoredChangesNothing) {
   SharedMappings maps;
   const SharedMappings::Mapping* mapping = nullptr;
   ASSERT_EQ(maps.Get(mfs_, id, &mapping).kind, CallOutcome::Kind::kDone);
-  timespec before{};
-  ASSERT_TRUE(mfs_.fs
-                  ->Run([&](schema::Transaction& t) -> schema::Status {
-                    auto st = mfs_.fs->FStat(t, id);
-                    if (st.ok()) before = st->attr.mtime;
-                    return st.status();
-                  })
-                  .ok());
+  const timespec before = Mtime(id);
   ASSERT_TRUE(maps.WriteBack(mfs_, id).status.ok());
+  const timespec after = Mtime(id);
+  EXPECT_EQ(after.tv_sec, before.tv_sec);
+  EXPECT_EQ(after.tv_nsec, before.tv_nsec);
+}
+
+// A mapped file the monitor writes far beyond its end (a terabyte out): the write-back looks
+// at the pages written, remembers nothing of the pages between, and finds every page in step,
+// the last page of the old size too, so it rewrites nothing and the file's times stay.
+TEST_F(SharedMappingsTest, AWriteFarOutIsComparedAloneAndRewritesNothing) {
+  const schema::FileId id = Store("/f", Pattern(kPage + 17, 'g'));
+  SharedMappings maps;
+  const SharedMappings::Mapping* mapping = nullptr;
+  ASSERT_EQ(maps.Get(mfs_, id, &mapping).kind, CallOutcome::Kind::kDone);
+  ASSERT_TRUE(maps.WriteBack(mfs_, id).status.ok());  // every page known in step
+  const uint64_t far = uint64_t{1} << 40;
+  const std::string tail = Pattern(3000, 'h');
   ASSERT_TRUE(mfs_.fs
-                  ->Run([&](schema::Transaction& t) -> schema::Status {
-                    auto st = mfs_.fs->FStat(t, id);
-                    if (!st.ok()) return st.status();
-                    EXPECT_EQ(st->attr.mtime.tv_sec, before.tv_sec);
-                    EXPECT_EQ(st->attr.mtime.tv_nsec, before.tv_nsec);
-                    return schema::Status::Ok();
+                  ->Run([&](schema::Transaction& t) {
+                    return mfs_.fs
+                        ->Write(t, schema::Cred::Root(), id, far, tail.data(), tail.size())
+                        .status();
                   })
                   .ok());
+  maps.Wrote(mfs_, id, far, tail.data(), tail.size());
+  maps.Resized(mfs_, id, far + tail.size());
+  const timespec before = Mtime(id);
+  rusage start{}, end{};
+  getrusage(RUSAGE_SELF, &start);
+  ASSERT_TRUE(maps.WriteBack(mfs_, id).status.ok());
+  getrusage(RUSAGE_SELF, &end);
+  const timespec after = Mtime(id);
+  EXPECT_EQ(after.tv_sec, before.tv_sec);
+  EXPECT_EQ(after.tv_nsec, before.tv_nsec);
+  // A note per page up to the write would be 2 GiB (2^28 pages).
+  EXPECT_LT(end.ru_maxrss - start.ru_maxrss, 64 * 1024) << "KiB more at its peak";
 }
 
 TEST_F(SharedMappingsTest, TheMonitorsChangesReachTheMapping) {
