@@ -12,6 +12,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "monitor/working_dir.h"
+
 namespace amino::monitor {
 
 // An open file description the monitor services (a shadow descriptor's target).
@@ -27,23 +29,7 @@ struct FdTable {
 };
 
 struct FsContext {
-  // The kernel's cwd as it names it (readlink of /proc/PID/cwd), once known; "" before. Read
-  // again when host directories were renamed since (MountHandler::HostCwd): one above it may
-  // have moved.
-  std::string host_cwd;
-  uint64_t host_cwd_renames = 0;
-  // A virtual cwd inside an Amino mount (the kernel has no directory there): the mount's index
-  // in the handler's table (-1: none, the kernel's cwd applies), the directory's file id, and
-  // its mount-relative path as of the mount's directory generation `cwd_generation`.
-  int cwd_mount = -1;
-  uint64_t cwd_id = 0;
-  std::string cwd;
-  uint64_t cwd_generation = 0;
-  // The cwd's path when it last had one: ".." from a removed cwd is the directory above it.
-  std::string cwd_last;
-  // What keeps the virtual cwd's directory alive, counted open as the kernel's cwd holds its
-  // inode: removed, it stays until every process that has it as cwd has left it.
-  std::shared_ptr<OpenFile> cwd_hold;
+  WorkingDir cwd;
   mode_t umask = 022;
   // The process called chroot (perhaps with success): "/" may not be the monitor's.
   bool root_changed = false;

@@ -27,7 +27,11 @@ Decision MountHandler::Chdir(Thread& t, SyscallRegs& call) {
     return Decision::Emulate(err);
   // chdir("/proc/self/cwd"), chdir("/dev/fd/N"): the served directory the link stands for.
   FollowServedFdLink(t, path, true, &target);
-  if (target.kind == Target::Kind::kFile) return Decision::Emulate(-ENOENT);  // removed
+  // A removed directory: "." from a removed cwd, or the link of a descriptor of one.
+  if (target.kind == Target::Kind::kFile) {
+    if (!target.file->is_dir()) return Decision::Emulate(-ENOTDIR);
+    return ChdirToFile(t, call, *target.file);
+  }
   if (target.kind == Target::Kind::kHost) {
     Pending p;
     p.kind = Pending::Kind::kChdir;
@@ -85,11 +89,12 @@ Decision MountHandler::EnterVirtualDir(Thread& t, SyscallRegs& call, MountFs& m,
   Pending p;
   p.kind = Pending::Kind::kVirtualChdir;
   p.original = call;
-  p.mount_index = MountIndex(&m);
-  p.dir_id = id;
-  p.dir_path = dir;
-  p.dir_last = dir.empty() ? last_path : dir;
-  p.file = std::move(hold);
+  p.cwd.mount = MountIndex(&m);
+  p.cwd.id = id;
+  p.cwd.path = dir;
+  p.cwd.generation = m.dir_generation;
+  p.cwd.last = dir.empty() ? last_path : dir;
+  p.cwd.hold = std::move(hold);
   pending_[t.tid] = std::move(p);
   call.regs.orig_rax = SYS_chdir;
   call.regs.rdi = addr;
@@ -100,20 +105,7 @@ Decision MountHandler::Fchdir(Thread& t, SyscallRegs& call) {
   const int fd = static_cast<int>(call.arg(0));
   if (auto f = ServedOf(t, fd)) {
     if (!f->is_dir()) return Decision::Emulate(-ENOTDIR);
-    const schema::Cred cred = CredOf(t);
-    // A directory removed while open is still a working directory, as in Linux: relative
-    // paths from it then fail with ENOENT and getcwd too (the virtual cwd has no path).
-    const std::string dir = DirPath(*f);
-    Decision d = RunOnFile(
-        *f,
-        [&](schema::Transaction& txn) {
-          AMINO_RETURN_IF_ERROR(f->mfs->fs->FAccess(txn, cred, f->id, X_OK));
-          return f->mfs->fs->Reopen(txn, f->id);  // the cwd's hold (CwdHold)
-        },
-        [] { return 0L; });
-    if (d.kind != Decision::Kind::kEmulate || d.result != 0) return d;
-    return EnterVirtualDir(t, call, *f->mfs, f->id, dir, f->opened_name,
-                           CwdHold(t, *f->mfs, f->id));
+    return ChdirToFile(t, call, *f);
   }
   Pending p;
   p.kind = Pending::Kind::kChdir;
@@ -122,18 +114,31 @@ Decision MountHandler::Fchdir(Thread& t, SyscallRegs& call) {
   return Decision::ObserveExit();
 }
 
+Decision MountHandler::ChdirToFile(Thread& t, SyscallRegs& call, ServedFile& f) {
+  const schema::Cred cred = CredOf(t);
+  // A directory removed while open is still a working directory, as in Linux: relative
+  // paths from it then fail with ENOENT and getcwd too (the virtual cwd has no path).
+  const std::string dir = DirPath(f);
+  Decision d = RunOnFile(
+      f,
+      [&](schema::Transaction& txn) {
+        AMINO_RETURN_IF_ERROR(f.mfs->fs->FAccess(txn, cred, f.id, X_OK));
+        return f.mfs->fs->Reopen(txn, f.id);  // the cwd's hold (CwdHold)
+      },
+      [] { return 0L; });
+  if (d.kind != Decision::Kind::kEmulate || d.result != 0) return d;
+  return EnterVirtualDir(t, call, *f.mfs, f.id, dir, f.opened_name, CwdHold(t, *f.mfs, f.id));
+}
+
 Decision MountHandler::Getcwd(Thread& t, SyscallRegs& call) {
-  FsContext& fs = *t.proc->fs;
-  if (fs.cwd_mount < 0) return Decision::Pass();
-  std::string dir = CwdPath(t);
-  if (dir.empty()) return Decision::Emulate(-ENOENT);
-  std::string path = mounts_[static_cast<size_t>(fs.cwd_mount)]->mount->HostPathOf(dir);
-  const size_t size = static_cast<size_t>(call.arg(1));
-  if (path.size() + 1 > PATH_MAX) return Decision::Emulate(-ENAMETOOLONG);
-  if (size < path.size() + 1) return Decision::Emulate(-ERANGE);
-  if (WriteMemory(*t.proc, call.arg(0), path.c_str(), path.size() + 1) != 0)
+  if (!t.proc->fs->cwd.is_virtual()) return Decision::Pass();
+  const std::string dir = CwdPath(t);
+  const std::string path = dir.empty() ? dir : CwdMount(t).mount->HostPathOf(dir);
+  const long length = GetcwdLength(path, static_cast<size_t>(call.arg(1)));
+  if (length < 0) return Decision::Emulate(length);
+  if (WriteMemory(*t.proc, call.arg(0), path.c_str(), static_cast<size_t>(length)) != 0)
     return Decision::Emulate(-EFAULT);
-  return Decision::Emulate(static_cast<long>(path.size() + 1));
+  return Decision::Emulate(length);
 }
 
 }  // namespace amino::monitor::service

@@ -25,7 +25,7 @@ long MountHandler::OnForeignCall(Thread& t, const ForeignCall& c) {
       for (auto& m : mounts_) (void)m->fs->FlushLog();
       return 0;
     case SYS_getcwd:
-      return t.proc->fs->cwd_mount >= 0 ? kRefusedForeign : 0;
+      return t.proc->fs->cwd.is_virtual() ? kRefusedForeign : 0;
     case SYS_close_range:
       return host::HoldsAnyIn(*t.proc->fds, c.args[0], c.args[1]) ? kRefusedForeign : 0;
     default:

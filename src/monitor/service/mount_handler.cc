@@ -342,19 +342,11 @@ void MountHandler::OnExit(Thread& t, SyscallRegs& call) {
 }
 
 void MountHandler::ChangedCwd(Thread& t, const Pending& p) {
-  auto& fs = *t.proc->fs;
-  fs.host_cwd.clear();  // read again on next use
+  WorkingDir& cwd = t.proc->fs->cwd;
   if (p.kind == Pending::Kind::kVirtualChdir) {
-    fs.cwd_mount = p.mount_index;
-    fs.cwd_id = p.dir_id;
-    fs.cwd = p.dir_path;
-    fs.cwd_last = p.dir_last;
-    fs.cwd_hold = p.file;
-    fs.cwd_generation = mounts_[static_cast<size_t>(p.mount_index)]->dir_generation;
+    cwd.Enter(p.cwd);
   } else {
-    fs.cwd_mount = -1;
-    fs.cwd.clear();
-    fs.cwd_hold.reset();
+    cwd.EnterHost();
   }
 }
 

@@ -11,7 +11,8 @@
 //   mount_descriptors.cc  the shadows' life cycle (dup, close, fcntl, passing in SCM_RIGHTS)
 //   mount_resolve.cc      path arguments to targets; substitute paths; the per-call transaction
 //   mount_proc_links.cc   /proc links of traced processes (fd, cwd, root) as the kernel follows
-//   mount_cwd.cc          the cwd: chdir, fchdir, getcwd (virtual inside a mount)
+//   mount_cwd.cc          the cwd: chdir, fchdir, getcwd (virtual inside a mount; its state and
+//                         rules are monitor/working_dir.h)
 //   mount_paths.cc        calls on paths: arguments in the kernel's order, targets, rename and
 //                         link across file systems; path_call.h serves them in the schema
 //   mount_data.cc         calls on served descriptors; fd_call.h serves them by kind
@@ -175,10 +176,7 @@ class MountHandler : public CallHandler, public TxnControl {
     SyscallRegs original;
     std::shared_ptr<OpenFile> file;
     int old_fd = -1;
-    int mount_index = -1;
-    schema::FileId dir_id = 0;
-    std::string dir_path;
-    std::string dir_last;  // kVirtualChdir: the directory's last path (it may have none now)
+    VirtualDir cwd;  // kVirtualChdir: the cwd it makes
     std::string temp_path;
   };
   // Threads given a descriptor of a set-id program's copy to exec (exec_call.h): its number,
@@ -226,8 +224,20 @@ class MountHandler : public CallHandler, public TxnControl {
   // (r.check_path). 0 or -errno; *kernel_dir set to where the kernel's walk really is when it
   // differs.
   int WhereDotDotLeads(Thread& t, const mounts::ClassifiedPath& r, std::string* kernel_dir);
-  // The target of `path` from a cwd that was removed (0 or -errno).
-  int DeadCwd(Thread& t, const std::string& path, Target* out);
+  // Where the walk of a path starts: a host directory ("/" for an absolute path) or a
+  // mount-relative directory of `mount`, and what is walked from it.
+  struct WalkBase {
+    std::string path;
+    std::string host_dir;
+    std::string virtual_dir;
+    const mounts::Mount* mount = nullptr;
+  };
+  // The base of `given`'s walk from `dirfd` (Resolve's first half): nullopt to walk from
+  // *base, else Resolve's answer (0 with *out set, or the kernel's to give; or -errno).
+  std::optional<int> WalkBaseOf(Thread& t, int dirfd, const std::string& given, bool empty_ok,
+                                Target* out, WalkBase* base);
+  // The thread's virtual cwd's directory as a description (not counted open).
+  std::shared_ptr<ServedFile> CwdDir(Thread& t);
   // openat2's RESOLVE_* restrictions on `path` (from `dirfd`), which leads into a mount as
   // `target`. 0 or -errno.
   int CheckResolveRules(Thread& t, int dirfd, const std::string& path, uint64_t resolve,
@@ -271,10 +281,15 @@ class MountHandler : public CallHandler, public TxnControl {
   // The description that a cwd on directory `id` holds, once the call's Reopen committed.
   std::shared_ptr<ServedFile> CwdHold(Thread& t, MountFs& m, schema::FileId id);
   Decision Fchdir(Thread& t, SyscallRegs& call);
+  // chdir or fchdir to served directory `f`, which may have been removed.
+  Decision ChdirToFile(Thread& t, SyscallRegs& call, ServedFile& f);
   Decision Getcwd(Thread& t, SyscallRegs& call);
   // The mount-relative path of a served directory now ("" when it has no name any more).
   std::string DirPath(ServedFile& f);
+  // The thread's virtual cwd's mount-relative path ("" once removed), and its mount.
   std::string CwdPath(Thread& t);
+  MountFs& CwdMount(Thread& t);
+  // The kernel's cwd by name.
   const std::string& HostCwd(Thread& t);
   int MountIndex(const MountFs* m) const;
   MountFs* FsFor(const mounts::Mount* m);

@@ -68,7 +68,7 @@ Decision MountHandler::KernelMountCall(Thread& t, SyscallRegs& call) {
     Target target;
     if (int err = Resolve(t, p.dirfd, path, false, LastName::kFollow, &target)) {
       // A path the monitor must answer for (a virtual cwd or directory) but cannot resolve.
-      const bool served_base = path[0] != '/' && (p.dirfd == AT_FDCWD ? t.proc->fs->cwd_mount >= 0
+      const bool served_base = path[0] != '/' && (p.dirfd == AT_FDCWD ? t.proc->fs->cwd.is_virtual()
                                                                       : !!ServedOf(t, p.dirfd));
       if (served_base) return Decision::Emulate(err);
       continue;

@@ -59,7 +59,7 @@ Decision MountHandler::OpenAt2(Thread& t, SyscallRegs& call) {
     if (int err = Resolve(t, a0, path, false, OpenLastName(static_cast<int>(how.flags)), &target)) {
       // The kernel reports its own errors, but it would be given a placeholder for a
       // served directory, and knows nothing of a virtual cwd.
-      const bool served_base = a0 == AT_FDCWD ? t.proc->fs->cwd_mount >= 0 : !!ServedOf(t, a0);
+      const bool served_base = a0 == AT_FDCWD ? t.proc->fs->cwd.is_virtual() : !!ServedOf(t, a0);
       return served_base ? Decision::Emulate(err) : Decision::Pass();
     }
     if (target.kind == Target::Kind::kHost) return Decision::Pass();
@@ -124,7 +124,7 @@ Decision MountHandler::OpenDeadDir(Thread& t, SyscallRegs& call, ServedFile& dir
   file->type = S_IFDIR;
   file->flags = flags & O_PATH ? flags & (O_PATH | O_DIRECTORY | O_NOFOLLOW)
                                : flags & ~(O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_CLOEXEC);
-  file->opened_name = t.proc->fs->cwd_last;
+  file->opened_name = dir.opened_name;
   file->counted = true;  // by the Reopen just committed
   txns_.NoteOpened(t.tid, file);
   return InstallShadow(t, call, std::move(file));

@@ -35,11 +35,10 @@ int MountHandler::ThroughProcLink(Thread& t, const std::string& path, std::strin
   std::string base;
   switch (link.kind) {
     case Kind::kCwd: {
-      const FsContext& fs = *owner->proc->fs;
-      if (fs.cwd_mount < 0) return 0;  // the kernel has the cwd itself
+      if (!owner->proc->fs->cwd.is_virtual()) return 0;  // the kernel has the cwd itself
       const std::string cwd = CwdPath(*owner);
       if (cwd.empty()) return -ENOENT;  // removed: nothing is below it
-      base = mounts_[static_cast<size_t>(fs.cwd_mount)]->mount->HostPathOf(cwd);
+      base = CwdMount(*owner).mount->HostPathOf(cwd);
       break;
     }
     case Kind::kRoot:
@@ -77,11 +76,11 @@ std::optional<std::string> MountHandler::ServedFdLink(Thread& t, const std::stri
   }
   Thread* owner = CwdLinkOwner(t, path);
   if (!owner) return std::nullopt;
-  const FsContext& fs = *owner->proc->fs;
-  const mounts::Mount& mount = *mounts_[static_cast<size_t>(fs.cwd_mount)]->mount;
+  const mounts::Mount& mount = *CwdMount(*owner).mount;
   const std::string cwd = CwdPath(*owner);
   if (!cwd.empty()) return mount.HostPathOf(cwd);
-  return mount.HostPathOf(fs.cwd_last.empty() ? "/" : fs.cwd_last) + " (deleted)";
+  const std::string& last = owner->proc->fs->cwd.last_path();
+  return mount.HostPathOf(last.empty() ? "/" : last) + " (deleted)";
 }
 
 void MountHandler::FollowServedFdLink(Thread& t, const std::string& path, bool follows,
@@ -92,13 +91,7 @@ void MountHandler::FollowServedFdLink(Thread& t, const std::string& path, bool f
     // /proc/PID/cwd of a process whose cwd is in a mount: that directory.
     Thread* owner = CwdLinkOwner(t, path);
     if (!owner) return;
-    const FsContext& fs = *owner->proc->fs;
-    f = std::make_shared<ServedFile>();
-    f->mfs = mounts_[static_cast<size_t>(fs.cwd_mount)].get();
-    f->id = fs.cwd_id;
-    f->type = S_IFDIR;
-    f->flags = O_RDONLY | O_DIRECTORY;
-    f->opened_name = fs.cwd_last;
+    f = CwdDir(*owner);
   }
   // By its name when it has one (every call can take a path); a removed file, or a symbolic
   // link (O_PATH | O_NOFOLLOW: the link is the file, not its target), by itself.
@@ -118,7 +111,7 @@ Thread* MountHandler::CwdLinkOwner(Thread& t, const std::string& path) {
   const mounts::ProcLinkPath link = mounts::ParseProcLink(path);
   if (link.kind != mounts::ProcLinkPath::Kind::kCwd || !link.rest.empty()) return nullptr;
   Thread* owner = ProcLinkOwner(t, link.pid);
-  return owner && owner->proc->fs->cwd_mount >= 0 ? owner : nullptr;
+  return owner && owner->proc->fs->cwd.is_virtual() ? owner : nullptr;
 }
 
 std::shared_ptr<ServedFile> MountHandler::ServedFdFile(Thread& t, const std::string& path) {

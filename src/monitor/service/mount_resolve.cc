@@ -22,24 +22,6 @@ namespace amino::monitor::service {
 
 namespace {
 
-// Whether `path` goes up first ("..", "./../x"): then *rest is what follows that "..", walked
-// from the parent ("." when nothing follows).
-bool GoesUpFirst(const std::string& path, std::string* rest) {
-  size_t i = 0;
-  while (i < path.size()) {
-    const size_t end = std::min(path.find('/', i), path.size());
-    const std::string_view name(path.data() + i, end - i);
-    if (name == "..") {
-      const size_t next = path.find_first_not_of('/', end);
-      *rest = next == std::string::npos ? "." : path.substr(next);
-      return true;
-    }
-    if (!name.empty() && name != ".") return false;
-    i = end + 1;
-  }
-  return false;
-}
-
 // `abs` as the monitor must name it to reach what the tracee `t` reaches: /proc/self,
 // /proc/thread-self and /dev/fd are the monitor's own in its walks.
 std::string AsTraceeSees(const Thread& t, std::string abs) {
@@ -52,12 +34,6 @@ std::string AsTraceeSees(const Thread& t, std::string abs) {
   if (under("/proc/thread-self")) return self + "/task/" + std::to_string(t.tid) + abs.substr(17);
   if (under("/dev/fd")) return self + "/fd" + abs.substr(7);
   return abs;
-}
-
-// The mount-relative directory that holds `dir` ("/a/b": "/a"; "/": "/").
-std::string ParentOf(const std::string& dir) {
-  const size_t slash = dir.rfind('/');
-  return slash == 0 || slash == std::string::npos ? "/" : dir.substr(0, slash);
 }
 
 }  // namespace
@@ -90,24 +66,18 @@ std::string MountHandler::DirPath(ServedFile& f) {
   return f.dir_path;
 }
 
+MountFs& MountHandler::CwdMount(Thread& t) {
+  return *mounts_[static_cast<size_t>(t.proc->fs->cwd.mount())];
+}
+
 std::string MountHandler::CwdPath(Thread& t) {
-  FsContext& fs = *t.proc->fs;
-  MountFs& m = *mounts_[static_cast<size_t>(fs.cwd_mount)];
-  if (fs.cwd_generation != m.dir_generation) {
-    fs.cwd = PathOfId(m, fs.cwd_id);
-    fs.cwd_generation = m.dir_generation;
-    if (!fs.cwd.empty()) fs.cwd_last = fs.cwd;
-  }
-  return fs.cwd;
+  MountFs& m = CwdMount(t);
+  return t.proc->fs->cwd.Path(m.dir_generation, [&](schema::FileId id) { return PathOfId(m, id); });
 }
 
 const std::string& MountHandler::HostCwd(Thread& t) {
-  FsContext& fs = *t.proc->fs;
-  if (fs.host_cwd.empty() || fs.host_cwd_renames != host_renames_) {
-    fs.host_cwd = host::ReadLink("/proc/" + std::to_string(t.tid) + "/cwd");
-    fs.host_cwd_renames = host_renames_;
-  }
-  return fs.host_cwd;
+  return t.proc->fs->cwd.HostPath(
+      host_renames_, [&] { return host::ReadLink("/proc/" + std::to_string(t.tid) + "/cwd"); });
 }
 
 int MountHandler::WhereDotDotLeads(Thread& t, const mounts::ClassifiedPath& r,
@@ -125,56 +95,62 @@ int MountHandler::WhereDotDotLeads(Thread& t, const mounts::ClassifiedPath& r,
   return 0;
 }
 
-int MountHandler::DeadCwd(Thread& t, const std::string& path, Target* out) {
-  // Only "." still names a removed cwd, as the kernel's dead directory.
-  if (path.empty() || path.find_first_not_of("./") != std::string::npos ||
-      path.find("..") != std::string::npos) {
-    return -ENOENT;
-  }
-  const FsContext& fs = *t.proc->fs;
+std::shared_ptr<ServedFile> MountHandler::CwdDir(Thread& t) {
+  const WorkingDir& cwd = t.proc->fs->cwd;
   auto dir = std::make_shared<ServedFile>();
-  dir->mfs = mounts_[static_cast<size_t>(fs.cwd_mount)].get();
-  dir->id = fs.cwd_id;
+  dir->mfs = &CwdMount(t);
+  dir->id = cwd.id();
   dir->type = S_IFDIR;
   dir->flags = O_RDONLY | O_DIRECTORY;
-  out->kind = Target::Kind::kFile;
-  out->mfs = dir->mfs;
-  out->file = std::move(dir);
-  return 0;
+  dir->opened_name = cwd.last_path();
+  return dir;
 }
 
-int MountHandler::Resolve(Thread& t, int dirfd, const std::string& as_given, bool empty_ok,
-                          LastName last, Target* out) {
-  *out = Target();
-  std::string through;  // `as_given` with a /proc link replaced by what it stands for
-  if (int err = ThroughProcLink(t, as_given, &through)) return err;
-  const std::string& given = through.empty() ? as_given : through;
-  // A removed base directory (cwd or dirfd): the kernel keeps a dead directory's parent, so
-  // ".." is the directory that held it when the monitor last saw its path.
-  std::string dead_dir, from_parent;
+std::optional<int> MountHandler::WalkBaseOf(Thread& t, int dirfd, const std::string& given,
+                                            bool empty_ok, Target* out, WalkBase* base) {
+  // A removed base directory (the cwd or a directory descriptor) has only itself and its
+  // parent left to walk to.
+  std::shared_ptr<ServedFile> removed;
   if (!given.empty() && given[0] != '/') {
     if (dirfd == AT_FDCWD) {
-      if (t.proc->fs->cwd_mount >= 0 && CwdPath(t).empty()) dead_dir = t.proc->fs->cwd_last;
+      if (t.proc->fs->cwd.is_virtual() && CwdPath(t).empty()) removed = CwdDir(t);
     } else if (auto f = ServedOf(t, dirfd); f && f->is_dir() && DirPath(*f).empty()) {
-      dead_dir = f->opened_name;
+      removed = std::move(f);
     }
   }
-  const bool up_from_dead = !dead_dir.empty() && GoesUpFirst(given, &from_parent);
-  const std::string& path = up_from_dead ? from_parent : given;
-  std::string base_dir;  // keeps a host base alive for the PathBase view
-  std::string virtual_dir;
-  const mounts::Mount* virtual_mount = nullptr;
+  if (removed) {
+    WalkFromRemoved walk = WalkFromRemovedDir(removed->opened_name, given);
+    if (walk.kind == WalkFromRemoved::Kind::kNowhere) return -ENOENT;
+    if (walk.kind == WalkFromRemoved::Kind::kItself) {
+      out->kind = Target::Kind::kFile;
+      out->mfs = removed->mfs;
+      out->file = std::move(removed);
+      return 0;
+    }
+    base->path = std::move(walk.rest);
+    base->virtual_dir = std::move(walk.dir);
+    base->mount = removed->mfs->mount;
+    return std::nullopt;
+  }
+  base->path = given;
+  const std::string& path = given;
   if (!path.empty() && path[0] == '/') {
-    base_dir = "/";
+    base->host_dir = "/";
   } else if (dirfd == AT_FDCWD) {
-    FsContext& fs = *t.proc->fs;
-    if (fs.cwd_mount >= 0) {
-      virtual_dir = up_from_dead ? ParentOf(dead_dir) : CwdPath(t);
-      if (virtual_dir.empty()) return DeadCwd(t, path, out);
-      virtual_mount = mounts_[static_cast<size_t>(fs.cwd_mount)]->mount;
-    } else {
-      base_dir = HostCwd(t);
-      if (base_dir.empty() || base_dir[0] != '/') return 0;  // unreachable cwd: the kernel's
+    if (!t.proc->fs->cwd.is_virtual()) {
+      base->host_dir = HostCwd(t);
+      if (base->host_dir.empty() || base->host_dir[0] != '/')
+        return 0;  // unreachable: the kernel's
+      return std::nullopt;
+    }
+    base->virtual_dir = CwdPath(t);
+    base->mount = CwdMount(t).mount;
+    if (base->virtual_dir.empty()) {  // removed: an empty path names it only with AT_EMPTY_PATH
+      if (!empty_ok) return -ENOENT;
+      out->kind = Target::Kind::kFile;
+      out->mfs = &CwdMount(t);
+      out->file = CwdDir(t);
+      return 0;
     }
   } else if (auto f = ServedOf(t, dirfd)) {
     if (path.empty() && empty_ok) {
@@ -185,22 +161,34 @@ int MountHandler::Resolve(Thread& t, int dirfd, const std::string& as_given, boo
     }
     if (path.empty()) return -ENOENT;
     if (!f->is_dir()) return -ENOTDIR;
-    virtual_dir = up_from_dead ? ParentOf(dead_dir) : DirPath(*f);
-    if (virtual_dir.empty()) return -ENOENT;  // removed while open
-    virtual_mount = f->mfs->mount;
+    base->virtual_dir = DirPath(*f);
+    base->mount = f->mfs->mount;
   } else {
     if (dirfd < 0) return 0;  // the kernel reports EBADF
-    base_dir = host::ReadLink("/proc/" + std::to_string(t.tid) + "/fd/" + std::to_string(dirfd));
+    std::string& dir = base->host_dir;
+    dir = host::ReadLink("/proc/" + std::to_string(t.tid) + "/fd/" + std::to_string(dirfd));
     // A pipe, a socket or another object without a path is no directory to walk from (the
     // kernel's ENOTDIR, which a rename or link across file systems must say too).
-    if (!base_dir.empty() && base_dir[0] != '/' && !path.empty()) return -ENOTDIR;
+    if (!dir.empty() && dir[0] != '/' && !path.empty()) return -ENOTDIR;
     // Not a directory by name (a removed directory): no mount below it.
-    if (base_dir.empty() || base_dir[0] != '/' || base_dir.ends_with(" (deleted)")) {
-      return 0;
-    }
+    if (dir.empty() || dir[0] != '/' || dir.ends_with(" (deleted)")) return 0;
   }
-  mounts::PathBase base = virtual_mount ? mounts::PathBase::Virtual(*virtual_mount, virtual_dir)
-                                        : mounts::PathBase::Host(base_dir);
+  return std::nullopt;
+}
+
+int MountHandler::Resolve(Thread& t, int dirfd, const std::string& as_given, bool empty_ok,
+                          LastName last, Target* out) {
+  *out = Target();
+  std::string through;  // `as_given` with a /proc link replaced by what it stands for
+  if (int err = ThroughProcLink(t, as_given, &through)) return err;
+  WalkBase walk;
+  if (auto answer =
+          WalkBaseOf(t, dirfd, through.empty() ? as_given : through, empty_ok, out, &walk))
+    return *answer;
+  const std::string& path = walk.path;
+  const std::string& base_dir = walk.host_dir;
+  mounts::PathBase base = walk.mount ? mounts::PathBase::Virtual(*walk.mount, walk.virtual_dir)
+                                     : mounts::PathBase::Host(base_dir);
   auto r = resolver_.Classify(base, path, empty_ok);
   if (!r.ok()) return -r.status().error();
   out->follow_last = last == LastName::kFollow;
@@ -249,7 +237,7 @@ int MountHandler::CheckResolveRules(Thread& t, int dirfd, const std::string& pat
   // Whether the walk starts inside the mount (a virtual directory, or a host directory at or
   // below the mount point) or enters it from the host, crossing its mount point.
   bool inside = path.size() && path[0] != '/' &&
-                ((dirfd == AT_FDCWD && t.proc->fs->cwd_mount >= 0) || ServedOf(t, dirfd));
+                ((dirfd == AT_FDCWD && t.proc->fs->cwd.is_virtual()) || ServedOf(t, dirfd));
   if (!inside && path.size() && path[0] != '/' && !ServedOf(t, dirfd)) {
     std::string base =
         dirfd == AT_FDCWD

@@ -246,11 +246,10 @@ std::string MountHandler::AbsolutePath(Thread& t, int dirfd, const std::string& 
   if (!path.empty() && path[0] == '/') return mounts::NormalizeAbsolute(path);
   std::string dir;
   if (dirfd == AT_FDCWD) {
-    const FsContext& fs = *t.proc->fs;
-    if (fs.cwd_mount >= 0) {
+    if (t.proc->fs->cwd.is_virtual()) {
       const std::string cwd = CwdPath(t);
       if (cwd.empty()) return "";
-      dir = mounts_[static_cast<size_t>(fs.cwd_mount)]->mount->HostPathOf(cwd);
+      dir = CwdMount(t).mount->HostPathOf(cwd);
     } else {
       dir = HostCwd(t);
     }

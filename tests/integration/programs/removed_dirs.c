@@ -68,6 +68,26 @@ int main(void) {
   stat_line("stat ./../marker", stat("./../marker", &st), &st);
   stat_line("fstatat removed dir ..", fstatat(g, "..", &st, 0), &st);
   stat_line("fstatat removed dir ../marker", fstatat(g, "../marker", &st, 0), &st);
+  // "." of a removed directory is the directory: it can be stat'ed, opened, and made the cwd.
+  stat_line("fstatat removed dir .", fstatat(g, ".", &st, 0), &st);
+  stat_line("fstatat removed dir ./.", fstatat(g, "./.", &st, 0), &st);
+  stat_line("fstatat removed cwd AT_EMPTY_PATH", fstatat(AT_FDCWD, "", &st, AT_EMPTY_PATH), &st);
+  int again = openat(g, ".", O_RDONLY | O_DIRECTORY);
+  result("openat removed dir .", again);
+  stat_line("fstat of it", fstat(again, &st), &st);
+  char link[64], name[4096];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", again);
+  const ssize_t n = readlink(link, name, sizeof name - 1);
+  name[n > 0 ? n : 0] = '\0';
+  printf("%-36s %s\n", "its link names",
+         strstr(name, "/up/gone (deleted)") ? "up/gone (deleted)" : name);
+  close(again);
+  result("openat removed dir . O_CREAT", openat(g, ".", O_CREAT | O_RDONLY, 0640));
+  result("chdir . (removed cwd)", chdir("."));
+  result("getcwd still fails", getcwd(buf, sizeof buf) ? 0 : -1);
+  result("fchdir removed dir", fchdir(g));
+  stat_line("stat . (the other removed dir)", stat(".", &st), &st);
+  stat_line("stat ../marker from it", stat("../marker", &st), &st);
   result("chdir ..", chdir(".."));
   result("getcwd ends in /up",
          getcwd(buf, sizeof buf) && strlen(buf) >= 3 && strcmp(buf + strlen(buf) - 3, "/up") == 0
