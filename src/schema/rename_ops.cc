@@ -106,7 +106,21 @@ Status FileSystem::Rename(Transaction& txn, const Cred& c, std::string_view oldp
   if ((flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) || (noreplace && exchange)) {
     return Status::Errno(EINVAL);
   }
-  AMINO_ASSIGN_OR_RETURN(Resolved ro, ResolveEntry(ops, t, c, oldpath));
+  Result<Resolved> ro_found = ResolveEntry(ops, t, c, oldpath);
+  if (!ro_found.ok() && ro_found.status().error() == ENAMETOOLONG &&
+      OnlyLastNameTooLong(oldpath)) {
+    // Linux walks to both directories before it looks either last name up: an error on the
+    // way to the new one comes first, then "." or ".." as its last name.
+    Result<Resolved> rn = ResolveEntry(ops, t, c, newpath);
+    if (!rn.ok() && !(rn.status().error() == ENAMETOOLONG && OnlyLastNameTooLong(newpath))) {
+      return rn.status();
+    }
+    if (rn.ok() && rn->last != Resolved::Last::kName) {
+      return Status::Errno(noreplace ? EEXIST : EBUSY);
+    }
+  }
+  if (!ro_found.ok()) return ro_found.status();
+  Resolved& ro = *ro_found;
   Result<Resolved> rn_found = ResolveEntry(ops, t, c, newpath);
   if (!rn_found.ok() && rn_found.status().error() == ENAMETOOLONG && OnlyLastNameTooLong(newpath)) {
     // Linux looks the new name up in its directory only after the old one: a missing old

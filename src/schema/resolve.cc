@@ -294,9 +294,10 @@ Result<Resolved> Ops::Resolve(DB_TXN* t, const Cred& c, std::string_view path, b
     std::string comp = std::move(rest.front());
     rest.pop_front();
     bool last = rest.empty();
-    if (comp.size() > kNameMax) return Status::Errno(ENAMETOOLONG);
-    // Looking anything up in a directory needs search permission on it.
+    // Looking anything up in a directory needs search permission on it, checked before the
+    // name (may_lookup() comes before the file system's lookup refuses a long name).
     if (!Permitted(*cur_node, c, 1)) return Status::Errno(EACCES);
+    if (comp.size() > kNameMax) return Status::Errno(ENAMETOOLONG);
 
     if (comp == ".") {
       if (last) {

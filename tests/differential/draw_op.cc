@@ -259,7 +259,9 @@ Op DrawOp(Rng& r, const SlotGuess& slots) {
       break;
     }
     case Kind::kGetdents: {
-      static constexpr std::array<int64_t, 4> kBuf = {24, 64, 512, 32768};
+      // Room for the longest entry (280 bytes) at least: which entry comes first, so whether
+      // a smaller buffer holds it, is the file system's order.
+      static constexpr std::array<int64_t, 4> kBuf = {280, 300, 512, 32768};
       op.a = r.PickOr(kBuf, 1);
       break;
     }
@@ -329,7 +331,9 @@ Op DrawOp(Rng& r, const SlotGuess& slots) {
       op.a = r.Chance(85) ? r.Pick(kUsual) : 3 + r.Below(names - 3);
       if (op.kind != Kind::kSetxattr && op.a == 2 && r.Chance(50)) op.a = 0;
       if (op.kind == Kind::kSetxattr) {
-        static constexpr std::array<int64_t, 6> kLen = {0, 1, 10, 100, 100, 3000};
+        // Four names of 900 bytes fit ext4's one block per file: the space for attributes is
+        // each file system's own (Amino's is larger), so the draw stays within it.
+        static constexpr std::array<int64_t, 6> kLen = {0, 1, 10, 100, 100, 900};
         op.b = r.PickOr(kLen, 70000);
         static constexpr std::array<int64_t, 5> kFlags = {0, 0, 0, XATTR_CREATE, XATTR_REPLACE};
         op.c = r.PickOr(kFlags, 0x4);

@@ -33,6 +33,29 @@ TEST_F(NamesTest, NameLengthLimit) {
   EXPECT_EQ(root().ListNames("/").value(), std::vector<std::string>{ok});
 }
 
+TEST_F(NamesTest, ALongNameIsRefusedOnlyWhereTheKernelLooksItUp) {
+  const std::string too_long(kNameMax + 1, 'n');
+  BothDir("/d");
+  // rename walks to both directories before it looks either last name up.
+  EXPECT_LINUX(root().Rename("/" + too_long, "/missing/x"),
+               rename(H("/" + too_long).c_str(), H("/missing/x").c_str()));
+  EXPECT_LINUX(root().Rename("/" + too_long, "/d/x"),
+               rename(H("/" + too_long).c_str(), H("/d/x").c_str()));
+  EXPECT_LINUX(root().Rename("/" + too_long, "/d/.."),
+               rename(H("/" + too_long).c_str(), H("/d/..").c_str()));
+  // A directory the caller may not search refuses before the name is measured.
+  BothDir("/closed", 0700);
+  const Cred nobody = Cred::User(65534, 65534, {});
+  for (const std::string& p :
+       {"/closed/" + too_long, std::string("/closed/x"), "/" + too_long + "/x"}) {
+    const std::string hp = H(p);
+    struct stat st;
+    EXPECT_EQ(ErrName(Err(root().As(nobody).GetStat(p))),
+              ErrName(HostErrAs(nobody, [&] { return stat(hp.c_str(), &st); })))
+        << p.substr(0, 12);
+  }
+}
+
 TEST_F(NamesTest, PathsHaveNoTotalLengthLimit) {
   // PATH_MAX bounds a system call's argument (the monitor checks it), not the path a walk from a
   // deep working directory reaches: a tree may be deeper than 4096 bytes, as on ext4.

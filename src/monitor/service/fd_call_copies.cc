@@ -110,7 +110,9 @@ long HostWrite(const Side& s, const char* buf, size_t len, int64_t pos) {
 
 // sendfile from a served file into itself: as splice_direct_to_actor(), round after round,
 // each reading what is there at the time (what the round before wrote among it) until the
-// count is met or a read finds nothing. A copy to just past where it reads feeds itself.
+// count is met or a read finds nothing. A copy to just past where it reads feeds itself: the
+// pipe holds the page cache's own pages, so within a round each byte is copied from where
+// the copy may already have written, as a forward byte-by-byte copy.
 Decision MoveWithinFile(FdCall& c, ServedFile& in, int64_t in_pos, ServedFile& out, int64_t out_pos,
                         size_t count, const std::function<void(size_t)>& account) {
   const uint64_t in_at = in_pos >= 0 ? static_cast<uint64_t>(in_pos) : in.offset;
@@ -126,7 +128,11 @@ Decision MoveWithinFile(FdCall& c, ServedFile& in, int64_t in_pos, ServedFile& o
           auto r = in.mfs->fs->Read(txn, in.id, in_at + moved.size(), round.data(), round.size());
           if (!r.ok()) return r.status();
           if (*r == 0) break;
-          auto w = out.mfs->fs->Write(txn, c.cred, out.id, out_at + moved.size(), round.data(), *r);
+          const uint64_t from = in_at + moved.size(), to = out_at + moved.size();
+          if (to > from && to - from < *r) {
+            for (size_t i = to - from; i < *r; ++i) round[i] = round[i - (to - from)];
+          }
+          auto w = out.mfs->fs->Write(txn, c.cred, out.id, to, round.data(), *r);
           if (!w.ok()) return w.status();
           moved.insert(moved.end(), round.begin(), round.begin() + static_cast<long>(*w));
           if (*w < *r) break;
@@ -309,7 +315,11 @@ Decision Sendfile(FdCall& c, SyscallRegs& call) {
     count = static_cast<uint64_t>(max - in_at);
   }
   if (!out.pipe() && (out.file_flags() & O_APPEND)) return Emulate(-EINVAL);
-  if (count == 0) return Emulate(0);
+  if (count == 0) {
+    // Into a file or a socket, splice_direct_to_actor() touches atime even with nothing to do.
+    if (in.served && !out.pipe()) NoteDataAccess(*in.served);
+    return Emulate(0);
+  }
   if (!S_ISREG(in.type()) && in.served) return Emulate(-EINVAL);  // no splice_read
   return Move(c, in, pos, out, -1, std::min<uint64_t>(count, kChunk), false,
               WriteBack(c, off_p, pos));
@@ -390,6 +400,7 @@ Decision CopyFileRange(FdCall& c, SyscallRegs& call) {
       [&] {
         long r = static_cast<long>(done_bytes);
         if (done_bytes == 0) return r;
+        NoteDataAccess(fi);  // the copy is a splice: filemap_splice_read() touches atime
         const int64_t n = static_cast<int64_t>(done_bytes);
         if (mapped)
           c.maps.Wrote(*fo.mfs, fo.id, static_cast<uint64_t>(pout), copied.data(), done_bytes);

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <linux/fs.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "monitor/service/fd_call.h"
@@ -168,6 +170,41 @@ TEST_F(FdCopiesTest, SendfileAndSpliceMoveBytesBetweenAServedFileAndAPipe) {
   EXPECT_EQ(out.offset, 0u);
   close(p[0]);
   close(p[1]);
+}
+
+TEST_F(FdCopiesTest, SendfileWithinAFileWritesWhatTheKernelWrites) {
+  // A copy to just past where it reads, behind it, and far past it, each compared with the
+  // kernel's sendfile on a scratch file of the same bytes.
+  std::string text;
+  for (int i = 0; text.size() < 6000; ++i) text += "line " + std::to_string(i) + "\n";
+  const std::string bytes = std::string(7, '\0') + text;
+  char tmpl[] = "/tmp/amino-sendfile-XXXXXX";
+  const int kernel = mkstemp(tmpl);
+  ASSERT_GE(kernel, 0);
+  unlink(tmpl);
+  int n = 0;
+  for (auto [in_at, out_at, count] : {std::tuple{0L, 7L, 12345L}, std::tuple{100L, 3L, 5000L},
+                                      std::tuple{0L, 5000L, 9000L}, std::tuple{10L, 11L, 1L}}) {
+    ServedFile& f = Served(kIn + n, "/self" + std::to_string(n), bytes, O_RDWR);
+    ASSERT_EQ(ftruncate(kernel, 0), 0);
+    ASSERT_EQ(pwrite(kernel, bytes.data(), bytes.size(), 0), static_cast<ssize_t>(bytes.size()));
+    ASSERT_EQ(lseek(kernel, out_at, SEEK_SET), out_at);
+    off_t kernel_in = in_at;
+    const long expected = sendfile(kernel, kernel, &kernel_in, static_cast<size_t>(count));
+    std::string want(static_cast<size_t>(lseek(kernel, 0, SEEK_END)), '\0');
+    ASSERT_EQ(pread(kernel, want.data(), want.size(), 0), static_cast<ssize_t>(want.size()));
+
+    f.offset = static_cast<uint64_t>(out_at);
+    int64_t at = in_at;
+    const uint64_t fd = static_cast<uint64_t>(kIn + n);
+    EXPECT_EQ(Serve(f, SYS_sendfile, {fd, fd, Address(&at), static_cast<uint64_t>(count)}),
+              expected)
+        << "from " << in_at << " to " << out_at;
+    EXPECT_EQ(at, kernel_in);
+    EXPECT_TRUE(Stored(f) == want) << "from " << in_at << " to " << out_at;
+    ++n;
+  }
+  close(kernel);
 }
 
 }  // namespace

@@ -180,6 +180,23 @@ Decision Seek(FdCall& c, int64_t off, int whence) {
     // ext4's hashed directories: positions up to LLONG_MAX, the end at LLONG_MAX. Any other
     // position than the stream's makes the next getdents count entries from the start.
     r = GenericSeek(f.offset, off, whence, kOffsetMax, kOffsetMax);
+    // A removed directory is emptied to no size and is no longer hashed: ext4 seeks in it as
+    // in an empty file. Only these seeks can tell (the rest agree), so only they ask.
+    if ((whence != SEEK_SET && whence != SEEK_CUR) ||
+        r > static_cast<int64_t>(schema::kMaxFileSize)) {
+      bool removed = false;
+      Decision d = c.run(
+          [&](schema::Transaction& txn) {
+            auto st = f.mfs->fs->FStat(txn, f.id);
+            if (!st.ok()) return st.status();
+            removed = st->attr.nlink == 0;
+            return Status::Ok();
+          },
+          Ok);
+      if (d.kind != Decision::Kind::kEmulate || d.result != 0) return d;
+      if (removed && (whence == SEEK_DATA || whence == SEEK_HOLE)) return Emulate(-ENXIO);
+      if (removed) r = GenericSeek(f.offset, off, whence, schema::kMaxFileSize, 0);
+    }
   } else if (whence == SEEK_SET || whence == SEEK_CUR) {
     r = GenericSeek(f.offset, off, whence, schema::kMaxFileSize, 0);
   } else {

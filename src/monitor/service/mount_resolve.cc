@@ -284,6 +284,10 @@ int MountHandler::CheckResolveRules(Thread& t, int dirfd, const std::string& pat
         auto st = target.mfs->fs->GetStat(txn, cred, prefix, false);
         if (!st.ok()) break;  // the open reports it
         if (!S_ISLNK(st->attr.mode)) continue;
+        // A last link the open does not follow (O_NOFOLLOW, O_CREAT | O_EXCL) is not walked:
+        // the open's own rules answer for it (ENOTDIR for O_DIRECTORY, ELOOP, EEXIST).
+        const bool last = target.path.find_first_not_of('/', end) == std::string::npos;
+        if (last && !target.follow_last && !target.trailing_slash) break;
         if (resolve & RESOLVE_NO_SYMLINKS) {
           err = ELOOP;
           break;

@@ -46,6 +46,11 @@ int main(void) {
   result("rmdir gone", rmdir("gone"));
   stat_line("fstat removed dir", fstat(d, &st), &st);
   stat_line("fstat O_PATH removed dir", fstat(dp, &st), &st);
+  // ext4 seeks in a removed directory as in an empty file, no longer as in a hashed one.
+  printf("%-36s %lld\n", "lseek removed dir 4096 SEEK_END", (long long)lseek(d, 4096, SEEK_END));
+  result("lseek removed dir SEEK_DATA", lseek(d, 0, SEEK_DATA));
+  result("lseek removed dir SEEK_HOLE", lseek(d, 0, SEEK_HOLE));
+  result("lseek removed dir past the largest file", lseek(d, 1LL << 62, SEEK_SET));
   close(d);
   close(dp);
 
