@@ -50,17 +50,17 @@ Status Ops::SetSize(DB_TXN* t, Node& n, uint64_t length, const timespec& now) {
   return SaveAttr(t, n);
 }
 
-}  // namespace internal
-
-namespace {
-
-// A write or truncate by a caller without CAP_FSETID drops set-user-id, and set-group-id when
-// it means "execute as the group" or the caller is not in the file's group.
 void DropPrivileges(Attr& a, const Cred& c) {
   if (c.has(kCapFsetid) || !S_ISREG(a.mode)) return;
   a.mode &= ~S_ISUID;
   if ((a.mode & S_ISGID) && ((a.mode & S_IXGRP) || !c.in_group(a.gid))) a.mode &= ~S_ISGID;
 }
+
+}  // namespace internal
+
+namespace {
+
+using internal::DropPrivileges;
 
 Result<size_t> WriteAt(Store& s, Ops& ops, DB_TXN* t, const Cred& c, Node& n, uint64_t offset,
                        const void* buf, size_t len) {

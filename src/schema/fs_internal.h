@@ -47,6 +47,9 @@ timespec Now();
 // Permission bits: 4 read, 2 write, 1 execute/search; the access ACL where the file has one.
 bool Permitted(const Node& n, const Cred& c, int mask);
 bool IsOwnerOrPrivileged(const Attr& a, const Cred& c);
+// A write or truncate (O_TRUNC too) by a caller without CAP_FSETID drops set-user-id, and
+// set-group-id when it means "execute as the group" or the caller is not in the file's group.
+void DropPrivileges(Attr& a, const Cred& c);
 
 // The stored ACL `name` (kAclAccessName or kAclDefaultName) of a file whose flags say it has
 // one: a missing or unreadable record is a damaged database (EUCLEAN), never an empty ACL.

@@ -119,6 +119,8 @@ Result<OpenResult> FileSystem::Open(Transaction& txn, const Cred& c, std::string
     if (!Permitted(n, c, mask)) return Status::Errno(EACCES);
     if (S_ISSOCK(n.attr.mode)) return Status::Errno(ENXIO);
     if ((flags & O_TRUNC) && S_ISREG(n.attr.mode)) {
+      // handle_truncate(): whatever the size was, as a truncate by this caller.
+      internal::DropPrivileges(n.attr, c);
       AMINO_RETURN_IF_ERROR(ops.SetSize(t, n, 0, Now()));
     } else if ((mask & 2) && txn.nested()) {
       // Opened for writing inside an application transaction: its writes will change the

@@ -201,6 +201,25 @@ TEST_F(PermissionTest, TruncateAsNonOwnerClearsSetuidAndSetgid) {
   }
 }
 
+TEST_F(PermissionTest, OpenWithTruncateClearsSetuidAndSetgidAsATruncateDoes) {
+  // Whatever the size was: an empty file loses them too.
+  for (const std::string& data : {std::string("data"), std::string()}) {
+    for (mode_t m : {04777, 02777, 02767, 06777}) {
+      std::string p = "/o" + std::to_string(m) + "-" + std::to_string(data.size());
+      ASSERT_NO_FATAL_FAILURE(BothFile(p, data, m));
+      ASSERT_TRUE(root().Chmod(p, m).ok());
+      ASSERT_EQ(chmod(H(p).c_str(), m), 0);
+      std::string hp = H(p);
+      EXPECT_SAME_AS(alice, Open(p, O_WRONLY | O_TRUNC), [&] {
+        const int fd = open(hp.c_str(), O_WRONLY | O_TRUNC);
+        if (fd >= 0) close(fd);
+        return fd;
+      }());
+      ExpectSameAttrs(p);
+    }
+  }
+}
+
 // fs.protected_hardlinks (1 by default on Debian, as on this host): a user may link only to a
 // file they own or could open for reading and writing, and never to a setuid file or a
 // directory; otherwise EPERM, even before the directory's own permission is checked.
