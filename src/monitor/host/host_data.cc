@@ -279,6 +279,10 @@ Decision Copy(Thread& t, SyscallRegs& call, const Creds& c) {
   int in = in_shadow ? in_shadow->fd : (in_borrowed.reset(Borrow(t, in_fd)), in_borrowed.get());
   int out =
       out_shadow ? out_shadow->fd : (out_borrowed.reset(Borrow(t, out_fd)), out_borrowed.get());
+  // fdget() finds no file in an O_PATH descriptor: EBADF, each side in its turn.
+  auto is_path = [](int fd) { return (fcntl(fd, F_GETFL) & O_PATH) != 0; };
+  if (in >= 0 && is_path(in)) in = -EBADF;
+  if (out >= 0 && is_path(out)) out = -EBADF;
   if (in < 0) return Decision::Emulate(in);
   if (out < 0) {
     // sendfile checks its input (access mode, offset, range) before it looks at the
