@@ -247,6 +247,44 @@ long BetweenFiles(Thread& t, const SyscallRegs& call, const Creds& c, CopySides 
   return r;
 }
 
+// A copy with a pipe or socket at one end at least, made by the monitor: one read and one
+// write of at most kChunk bytes, the offsets moved as the kernel moves them.
+Decision BetweenStreams(Thread& t, const SyscallRegs& call, CopySides x, bool in_file,
+                        bool out_file) {
+  const long nr = call.nr();
+  const int in = x.in, out = x.out;
+  const uint64_t in_off_p = x.in_off_p, out_off_p = x.out_off_p, count = x.count;
+  int64_t in_off = x.in_off, out_off = x.out_off;
+  // A pipe or socket that is not ready would block the monitor: the call waits parked.
+  pollfd pf[2] = {{in, POLLIN, 0}, {out, POLLOUT, 0}};
+  if ((!in_file && poll(&pf[0], 1, 0) == 0) || (!out_file && poll(&pf[1], 1, 0) == 0)) {
+    return Decision::Park();
+  }
+  if (nr != SYS_sendfile && in_off_p &&
+      ReadMemory(*t.proc, in_off_p, &in_off, sizeof in_off) != 0) {
+    return Decision::Emulate(-EFAULT);
+  }
+  if (out_off_p && ReadMemory(*t.proc, out_off_p, &out_off, sizeof out_off) != 0)
+    return Decision::Emulate(-EFAULT);
+  std::vector<char> buf(std::min<uint64_t>(count, kChunk));
+  ssize_t got =
+      in_off_p ? pread(in, buf.data(), buf.size(), in_off) : read(in, buf.data(), buf.size());
+  if (got <= 0) return Decision::Emulate(got < 0 ? -errno : 0);
+  ssize_t put = out_off_p ? pwrite(out, buf.data(), static_cast<size_t>(got), out_off)
+                          : write(out, buf.data(), static_cast<size_t>(got));
+  if (put < 0) return Decision::Emulate(-errno);
+  if (!in_off_p && put < got) lseek(in, put - got, SEEK_CUR);  // give back what was not used
+  if (in_off_p) {
+    in_off += put;
+    WriteMemory(*t.proc, in_off_p, &in_off, sizeof in_off);
+  }
+  if (out_off_p) {
+    out_off += put;
+    WriteMemory(*t.proc, out_off_p, &out_off, sizeof out_off);
+  }
+  return Decision::Emulate(put);
+}
+
 // sendfile, copy_file_range and splice where one side at least is a shadow of the monitor's.
 Decision Copy(Thread& t, SyscallRegs& call, const Creds& c) {
   const long nr = call.nr();
@@ -301,35 +339,8 @@ Decision Copy(Thread& t, SyscallRegs& call, const Creds& c) {
     return Decision::Emulate(
         BetweenFiles(t, call, c, CopySides{in, out, in_off_p, out_off_p, in_off, out_off, count}));
   }
-  // A pipe or socket that is not ready would block the monitor: the call waits parked.
-  pollfd pf[2] = {{in, POLLIN, 0}, {out, POLLOUT, 0}};
-  if ((!S_ISREG(si.st_mode) && poll(&pf[0], 1, 0) == 0) ||
-      (!S_ISREG(so.st_mode) && poll(&pf[1], 1, 0) == 0)) {
-    return Decision::Park();
-  }
-  if (nr != SYS_sendfile && in_off_p &&
-      ReadMemory(*t.proc, in_off_p, &in_off, sizeof in_off) != 0) {
-    return Decision::Emulate(-EFAULT);
-  }
-  if (out_off_p && ReadMemory(*t.proc, out_off_p, &out_off, sizeof out_off) != 0)
-    return Decision::Emulate(-EFAULT);
-  std::vector<char> buf(std::min<uint64_t>(count, kChunk));
-  ssize_t got =
-      in_off_p ? pread(in, buf.data(), buf.size(), in_off) : read(in, buf.data(), buf.size());
-  if (got <= 0) return Decision::Emulate(got < 0 ? -errno : 0);
-  ssize_t put = out_off_p ? pwrite(out, buf.data(), static_cast<size_t>(got), out_off)
-                          : write(out, buf.data(), static_cast<size_t>(got));
-  if (put < 0) return Decision::Emulate(-errno);
-  if (!in_off_p && put < got) lseek(in, put - got, SEEK_CUR);  // give back what was not used
-  if (in_off_p) {
-    in_off += put;
-    WriteMemory(*t.proc, in_off_p, &in_off, sizeof in_off);
-  }
-  if (out_off_p) {
-    out_off += put;
-    WriteMemory(*t.proc, out_off_p, &out_off, sizeof out_off);
-  }
-  return Decision::Emulate(put);
+  return BetweenStreams(t, call, CopySides{in, out, in_off_p, out_off_p, in_off, out_off, count},
+                        S_ISREG(si.st_mode), S_ISREG(so.st_mode));
 }
 
 // The calls on a host file's size, space and synchronisation, performed by the monitor (as
