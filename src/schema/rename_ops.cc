@@ -107,8 +107,7 @@ Status FileSystem::Rename(Transaction& txn, const Cred& c, std::string_view oldp
     return Status::Errno(EINVAL);
   }
   Result<Resolved> ro_found = ResolveEntry(ops, t, c, oldpath);
-  if (!ro_found.ok() && ro_found.status().error() == ENAMETOOLONG &&
-      OnlyLastNameTooLong(oldpath)) {
+  if (!ro_found.ok() && ro_found.status().error() == ENAMETOOLONG && OnlyLastNameTooLong(oldpath)) {
     // Linux walks to both directories before it looks either last name up: an error on the
     // way to the new one comes first, then "." or ".." as its last name.
     Result<Resolved> rn = ResolveEntry(ops, t, c, newpath);
