@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -142,7 +143,11 @@ bool Executor::RunNamespace(const Op& op, std::string* line) {
       s = std::string(bind_it ? "bind(" : "connect(") + name + ")";
       const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | (bind_it ? 0 : SOCK_NONBLOCK), 0);
       const auto* addr = reinterpret_cast<const sockaddr*>(&a);
-      r = bind_it ? bind(fd, addr, sizeof a) : connect(fd, addr, sizeof a);
+      // An empty path would be an abstract name, shared by every process on the machine, so
+      // whether it is taken depends on other tests: an empty path binds by autobind (a fresh
+      // abstract name), which no run can take from another.
+      const socklen_t len = *path ? sizeof a : offsetof(sockaddr_un, sun_path);
+      r = bind_it ? bind(fd, addr, len) : connect(fd, addr, sizeof a);
       e = errno;
       s += Result(r, e);
       if (r == 0 && bind_it) {
