@@ -33,36 +33,35 @@ Cursor::~Cursor() {
   free(v_.data);
 }
 
-// Copies `s` into a DB_DBT_REALLOC buffer the cursor owns.
+// Copies `s` into a DB_DBT_REALLOC buffer the cursor owns. Its allocation is at least its
+// `size`: Berkeley DB reallocates such a buffer to exactly the record's length when `size` is
+// less than that (shrinking it below any larger `ulen` set before), and never otherwise.
 static void Load(DBT* d, std::string_view s) {
-  if (d->ulen < s.size() || !d->data) {
+  if (!d->data || d->size < s.size()) {
     d->data = realloc(d->data, s.size() ? s.size() : 1);
-    d->ulen = static_cast<u_int32_t>(s.size());
   }
-  if (!s.empty()) std::memcpy(d->data, s.data(), s.size());
+  if (!s.empty()) std::memmove(d->data, s.data(), s.size());  // s may be the buffer itself
   d->size = static_cast<u_int32_t>(s.size());
 }
 
 Result<bool> Cursor::Get(uint32_t op) {
   if (!dbc_) return open_status_;
-  if (op == DB_SET_RANGE || op == DB_GET_BOTH) Load(&k_, key_);
-  if (op == DB_GET_BOTH) Load(&v_, value_);
   int ret = dbc_->get(dbc_, &k_, &v_, op);
   if (ret == DB_NOTFOUND || ret == DB_KEYEMPTY) return false;
   if (ret != 0) return Fail(ret, "cursor get");
-  key_.assign(static_cast<const char*>(k_.data), k_.size);
-  value_.assign(static_cast<const char*>(v_.data), v_.size);
   return true;
 }
 
 Result<bool> Cursor::SeekRange(std::string_view key) {
-  key_.assign(key);
+  if (!dbc_) return open_status_;
+  Load(&k_, key);
   return Get(DB_SET_RANGE);
 }
 
 Result<bool> Cursor::SeekBoth(std::string_view key, std::string_view value) {
-  key_.assign(key);
-  value_.assign(value);
+  if (!dbc_) return open_status_;
+  Load(&k_, key);
+  Load(&v_, value);
   return Get(DB_GET_BOTH);
 }
 
@@ -75,7 +74,7 @@ Status Cursor::Delete() {
   if (store) AMINO_RETURN_IF_ERROR(store->MayChange(dbc_->txn));
   if (store) {
     ++store->writes_;
-    store->NoteWrite(dbc_->dbp, key_);
+    store->NoteWrite(dbc_->dbp, key());
   }
   int ret = dbc_->del(dbc_, 0);
   return ret == 0 ? Status::Ok() : Fail(ret, "cursor del");

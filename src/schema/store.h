@@ -189,16 +189,15 @@ class Cursor {
   Result<bool> Next();
   Result<bool> NextDup();
   Status Delete();
-  std::string_view key() const { return key_; }
-  std::string_view value() const { return value_; }
+  // The record the cursor is at, in the cursor's own buffers: valid until its next move.
+  std::string_view key() const { return {static_cast<const char*>(k_.data), k_.size}; }
+  std::string_view value() const { return {static_cast<const char*>(v_.data), v_.size}; }
 
  private:
   Result<bool> Get(uint32_t op);
   DBC* dbc_ = nullptr;
   DBT k_, v_;  // DB_DBT_REALLOC buffers, reused across calls
   Status open_status_;
-  std::string key_;
-  std::string value_;
 };
 
 }  // namespace amino::schema
