@@ -34,6 +34,8 @@ class SharedMappings {
   struct Mapping {
     std::string path;  // where the tracee opens it (a private directory of the monitor)
     int fd = -1;       // the monitor's descriptor (read-write)
+    dev_t dev = 0;     // the mapping file's device and inode, as the tracee's mappings show them
+    ino_t ino = 0;
     // Page number -> PageMark of the bytes the schema holds for it, for the pages known to be
     // in step (sparse: a file written far out once mapped costs nothing for the pages between).
     std::map<uint64_t, uint64_t> synced;
@@ -57,8 +59,8 @@ class SharedMappings {
   // Every mapped file; conflicts are left for the next occasion. Returns the mounts written to.
   std::vector<MountFs*> WriteBackAll();
   // msync(addr, len) in process `pid`: the stores in the parts of mapping files that the range
-  // maps (found in /proc/PID/maps; every mapped file when that cannot be read). Returns the
-  // mounts written to.
+  // maps (file_vmas.h; every mapped file when the process's mappings cannot be read). Returns
+  // the mounts written to.
   std::vector<MountFs*> WriteBackMapped(pid_t pid, uint64_t addr, uint64_t len);
   // The monitor wrote `len` bytes at `at` of `id`, or set its size: the mapping file follows.
   // (Writes made in an application transaction are seen by mappers at once: mappings are not
