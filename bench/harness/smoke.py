@@ -28,7 +28,9 @@ WORKLOADS = {"postmark": ["transactions"], "pmgen": ["transactions"],
              "data": ["seqread", "randread", "seqwrite", "randwrite"],
              "build": ["unpack", "configure", "build"], "mail": ["deliver"],
              "tools": ["cp-a", "find", "du", "diff-r", "md5sum", "tar-c", "tar-x", "git-commit",
-                       "git-status", "git-log-stat"]}
+                       "git-status", "git-log-stat"],
+             "exercisers": ["sysbench-rndrw", "sysbench-seqrd", "sysbench-seqwr",
+                            "sysbench-mmap", "dbench"]}
 
 
 def leftovers(path):

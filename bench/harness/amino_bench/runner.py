@@ -106,6 +106,9 @@ def measure(config, phase, amino, timer, log_prefix, fill, env=None):
         m.ops, m.seconds = int(result.group(1)), float(result.group(2))
         m.extra = result.group(3).strip()
         m.value = m.ops / m.seconds if m.seconds > 0 else 0.0
+    elif phase.parse and phase.parse(stdout):
+        m.ops, m.seconds, m.extra = phase.parse(stdout)
+        m.value = m.ops / m.seconds if m.seconds > 0 else 0.0
     elif phase.ops:
         m.ops, m.seconds = phase.ops, inner_elapsed
         m.value = m.ops / m.seconds if m.seconds > 0 else 0.0

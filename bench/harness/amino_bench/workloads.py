@@ -14,6 +14,7 @@ paper ran smaller sizes there), ctx.txn whether it wants libamino transactions.
 
 import dataclasses
 import os
+import re
 
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 
@@ -27,6 +28,9 @@ class Phase:
     timeout: float = 600.0
     env: dict = dataclasses.field(default_factory=dict)
     ops: int = 0           # for "rate" phases of programs without a RESULT line: ops/elapsed
+    # For "rate" phases of programs that report in their own words: stdout -> (ops, seconds,
+    # extra) or None when the output says nothing usable.
+    parse: object = None
 
 
 class Workload:
@@ -344,9 +348,87 @@ class Tools(Workload):
         ]
 
 
+def _sysbench_result(stdout):
+    """sysbench's "total number of events" over its "total time", with its throughput."""
+    events = re.search(r"total number of events:\s+(\d+)", stdout)
+    seconds = re.search(r"total time:\s+([\d.]+)s", stdout)
+    if not events or not seconds:
+        return None
+    read = re.search(r"read, MiB/s:\s+([\d.]+)", stdout)
+    written = re.search(r"written, MiB/s:\s+([\d.]+)", stdout)
+    extra = "read_mib_s=%s written_mib_s=%s" % (read.group(1) if read else "?",
+                                                written.group(1) if written else "?")
+    return int(events.group(1)), float(seconds.group(1)), extra
+
+
+def _dbench_result(seconds):
+    """The operations of dbench's table (counted after its warm-up) over its run time."""
+    def parse(stdout):
+        table = re.findall(r"^\s*[A-Za-z]+\s+(\d+)\s+[\d.]+\s+[\d.]+\s*$", stdout, re.M)
+        rate = re.search(r"^Throughput ([\d.]+) MB/sec", stdout, re.M)
+        if not table or not rate:
+            return None
+        return sum(int(n) for n in table), float(seconds), "mb_s=%s" % rate.group(1)
+    return parse
+
+
+class Exercisers(Workload):
+    """Packaged file-system exercisers: sysbench fileio (random and sequential I/O through
+    read/write, and random I/O through MAP_SHARED mappings of the same files) and dbench."""
+    phase_names = ("sysbench-rndrw", "sysbench-seqrd", "sysbench-seqwr", "sysbench-mmap",
+                   "dbench")
+    name = family = "exercisers"
+    params = {"smoke": dict(size=16 * MIB, files=4, seconds=1, clients=2, dbench_seconds=3),
+              "full": dict(size=256 * MIB, files=16, seconds=8, clients=4, dbench_seconds=10),
+              "paper": dict(size=GIB, files=64, seconds=60, clients=4, dbench_seconds=60)}
+
+    def __init__(self, scale):
+        super().__init__(scale)
+        self.describe = ("sysbench fileio on %d files of %s in all, 16 KiB requests, fsync "
+                         "every 100 (rndrw, seqrd, seqwr through read/write; mmap: rndrw "
+                         "through MAP_SHARED mappings, msync as its fsync), %g s each; dbench "
+                         "%d clients, %g s after its warm-up" % (
+                             self.p("files"), _size(self.p("size")), self.p("seconds"),
+                             self.p("clients"), self.p("dbench_seconds")))
+
+    def needs(self):
+        return ["sysbench", "dbench"]
+
+    def _sysbench(self, ctx, *args):
+        words = ["sysbench", "fileio", "--file-total-size=%d" % self.p("size"),
+                 "--file-num=%d" % self.p("files")] + list(args)
+        return ["sh", "-c", 'cd "$1" && shift && exec "$@"', "sh", ctx.dir] + words
+
+    def prepare(self, ctx):
+        return [self._sysbench(ctx, "prepare")]
+
+    def phases(self, ctx):
+        seconds = self.p("seconds")
+        timeout = seconds * 30 + 600
+
+        def sysbench(name, mode, io="sync"):
+            argv = self._sysbench(ctx, "--file-test-mode=%s" % mode, "--file-io-mode=%s" % io,
+                                  "--time=%d" % seconds, "run")
+            return Phase(name, argv, timeout=timeout, parse=_sysbench_result)
+
+        dbench_seconds = self.p("dbench_seconds")
+        dbench = ["dbench", "-D", os.path.join(ctx.dir, "dbench"), "-t", str(dbench_seconds),
+                  "-c", "/usr/share/dbench/client.txt", str(self.p("clients"))]
+        return [
+            sysbench("sysbench-rndrw", "rndrw"),
+            sysbench("sysbench-seqrd", "seqrd"),
+            sysbench("sysbench-seqwr", "seqwr"),
+            sysbench("sysbench-mmap", "rndrw", io="mmap"),
+            Phase("dbench", ["sh", "-c", 'mkdir -p "$1" && shift && exec "$@"', "sh",
+                             os.path.join(ctx.dir, "dbench")] + dbench,
+                  timeout=dbench_seconds * 30 + 600, parse=_dbench_result(dbench_seconds)),
+        ]
+
+
 ORDER = ["postmark", "postmark-large", "postmark-many", "pmgen", "pmgen-large", "pmgen-many",
-         "meta", "data", "build", "mail", "tools"]
-DEFAULT = {"smoke": ["postmark", "pmgen", "meta", "data", "build", "mail", "tools"], "full": ORDER,
+         "meta", "data", "build", "mail", "tools", "exercisers"]
+DEFAULT = {"smoke": ["postmark", "pmgen", "meta", "data", "build", "mail", "tools", "exercisers"],
+           "full": ORDER,
            "paper": ORDER}
 SCALES = ("smoke", "full", "paper")
 
@@ -361,7 +443,8 @@ def make(name, scale):
         return Postmark(scale, name)
     if name.startswith("pmgen"):
         return Pmgen(scale, name)
-    return {"meta": Meta, "data": Data, "build": Build, "mail": Mail, "tools": Tools}[name](scale)
+    return {"meta": Meta, "data": Data, "build": Build, "mail": Mail, "tools": Tools,
+            "exercisers": Exercisers}[name](scale)
 
 
 def select(names, scale):
