@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -15,6 +14,7 @@
 
 #include "monitor/service/byte_shift.h"
 #include "monitor/service/file_vmas.h"
+#include "monitor/service/page_mark.h"
 
 namespace amino::monitor::service {
 
@@ -22,7 +22,7 @@ namespace {
 
 using schema::Status;
 
-constexpr size_t kPage = 4096;
+constexpr size_t kPage = kMarkedPage;
 constexpr size_t kChunk = 64 * 1024;  // bytes compared per schema read
 
 bool ReadAll(int fd, char* buf, size_t len, uint64_t at) {
@@ -45,16 +45,6 @@ bool WriteAll(int fd, const char* buf, size_t len, uint64_t at) {
     put += static_cast<size_t>(n);
   }
   return true;
-}
-
-// What a whole page's bytes hash to, never 0 (0 marks a page not known to be in step). XXH3:
-// a write-back hashes every page of the range it covers, and XXH3 does that at memory speed
-// (2.5 times std::hash's, which was a third of a write-back's time).
-uint64_t PageMark(const char* page) { return (XXH3_64bits(page, kPage) << 1) | 1; }
-
-// Pages [first, end) are no longer known to match the schema.
-void Unknown(std::map<uint64_t, uint64_t>& synced, uint64_t first, uint64_t end) {
-  synced.erase(synced.lower_bound(first), synced.lower_bound(end));
 }
 
 uint64_t SizeOf(int fd) {
@@ -167,6 +157,75 @@ CallOutcome SharedMappings::CopyIn(MountFs& m, schema::FileId id, int fd, uint64
   return o;
 }
 
+bool SharedMappings::MarkChunk(Mapping& mapping, uint64_t pos, size_t len, char* bytes,
+                               uint64_t* marks, bool* copied) {
+  // The last page's mark is of the whole page, zeros past the end of the file's data: the same
+  // bytes, whatever the file's size is now.
+  auto mark_all = [len, marks](const char* from) {
+    for (size_t page = 0; page < len; page += kPage) {
+      const size_t n = std::min(kPage, len - page);
+      if (n == kPage) {
+        marks[page / kPage] = PageMark(from + page);
+      } else {
+        char last[kPage] = {};
+        std::memcpy(last, from + page, n);
+        marks[page / kPage] = PageMark(last);
+      }
+    }
+  };
+  if (mapping.view.Cover(mapping.fd, pos + len) && mapping.view.Read(pos, mark_all)) return true;
+  if (!CopyChunk(mapping, pos, len, bytes)) return false;
+  *copied = true;
+  mark_all(bytes);
+  return true;
+}
+
+bool SharedMappings::CopyChunk(Mapping& mapping, uint64_t pos, size_t len, char* bytes) {
+  // Past `len`, up to the page's end, zeros (see MarkChunk).
+  std::memset(bytes + len, 0, (kPage - len % kPage) % kPage);
+  if (mapping.view.Cover(mapping.fd, pos + len) &&
+      mapping.view.Read(pos, [bytes, len](const char* from) { std::memcpy(bytes, from, len); })) {
+    return true;
+  }
+  return ReadAll(mapping.fd, bytes, len, pos);
+}
+
+Status SharedMappings::WriteBackChunk(MountFs& m, schema::Transaction& txn, schema::FileId id,
+                                      Mapping& mapping, uint64_t pos, size_t len, Buffers& b) {
+  uint64_t marks[kChunk / kPage];
+  bool copied = false;  // whether b.mine holds the chunk's bytes
+  if (!MarkChunk(mapping, pos, len, b.mine.data(), marks, &copied)) return Status::Errno(EIO);
+  bool have_stored = false;
+  for (size_t page = 0; page < len; page += kPage) {
+    const size_t n = std::min(kPage, len - page);
+    const uint64_t index = (pos + page) / kPage;
+    const uint64_t mark = marks[page / kPage];
+    const uint64_t known = mapping.marks.Get(index);
+    if (known == mark) continue;  // as it was when last in step
+    if (!copied && !(copied = CopyChunk(mapping, pos, len, b.mine.data()))) {
+      return Status::Errno(EIO);
+    }
+    const char* mine = b.mine.data() + page;
+    if (known == 0) {
+      // Never seen in step: compare with what the schema holds.
+      if (!have_stored) {
+        auto got = m.fs->Read(txn, id, pos, b.stored.data(), len);
+        if (!got.ok()) return got.status();
+        if (*got < len) std::memset(b.stored.data() + *got, 0, len - *got);
+        have_stored = true;
+      }
+      if (std::memcmp(mine, b.stored.data() + page, n) == 0) {
+        b.learned.emplace_back(index, mark);
+        continue;
+      }
+    }
+    auto put = m.fs->Write(txn, schema::Cred::Root(), id, pos + page, mine, n);
+    if (!put.ok()) return put.status();
+    b.learned.emplace_back(index, mark);
+  }
+  return Status::Ok();
+}
+
 CallOutcome SharedMappings::WriteBack(MountFs& m, schema::FileId id, uint64_t from, uint64_t to) {
   Mapping* mapping = FindMutable(m, id);
   if (!mapping) return {};
@@ -174,59 +233,40 @@ CallOutcome SharedMappings::WriteBack(MountFs& m, schema::FileId id, uint64_t fr
   if (to != UINT64_MAX) to += (kPage - to % kPage) % kPage;
   // Only the pages that differ are written: a write-back changes nothing when nothing was
   // stored (and leaves the file's times alone then). Holes of the mapping file (never stored
-  // to) match the schema's.
+  // to) match the schema's, and are found with SEEK_DATA and SEEK_HOLE, which walk the file's
+  // pages: only where a chunk has pages not known to be in step.
   const int fd = mapping->fd;
   const uint64_t size = std::min(SizeOf(fd), to);
-  std::vector<char> mine(kChunk), stored(kChunk);
-  // What this write-back learns about pages, kept only once it has committed.
-  std::vector<std::pair<uint64_t, uint64_t>> learned;
+  Buffers b;
+  b.mine.resize(kChunk);
+  b.stored.resize(kChunk);
   CallOutcome o = RunCallAlone(m, [&](schema::Transaction& txn) -> Status {
-    learned.clear();
-    off_t at = static_cast<off_t>(from);
-    while (static_cast<uint64_t>(at) < size) {
-      const off_t data = lseek(fd, at, SEEK_DATA);
-      if (data < 0 || static_cast<uint64_t>(data) >= size) break;  // no data after `at`
-      off_t hole = lseek(fd, data, SEEK_HOLE);
-      if (hole < 0 || static_cast<uint64_t>(hole) > size) hole = static_cast<off_t>(size);
-      for (at = data; at < hole;) {
-        const size_t len = static_cast<size_t>(std::min<off_t>(kChunk, hole - at));
-        const uint64_t pos = static_cast<uint64_t>(at);
-        if (!ReadAll(fd, mine.data(), len, pos)) return Status::Errno(EIO);
-        bool have_stored = false;
-        for (size_t page = 0; page < len; page += kPage) {
-          const size_t n = std::min(kPage, len - page);
-          const uint64_t index = (pos + page) / kPage;
-          // The last page's mark is of the whole page, zeros past the end of the file's data:
-          // the same bytes, whatever the file's size is now.
-          std::memset(mine.data() + page + n, 0, kPage - n);
-          const uint64_t mark = PageMark(mine.data() + page);
-          const auto seen = mapping->synced.find(index);
-          const uint64_t known = seen == mapping->synced.end() ? 0 : seen->second;
-          if (known == mark) continue;  // as it was when last in step
-          if (known == 0) {
-            // Never seen in step: compare with what the schema holds.
-            if (!have_stored) {
-              auto got = m.fs->Read(txn, id, pos, stored.data(), len);
-              if (!got.ok()) return got.status();
-              if (*got < len) std::memset(stored.data() + *got, 0, len - *got);
-              have_stored = true;
-            }
-            if (std::memcmp(mine.data() + page, stored.data() + page, n) == 0) {
-              learned.emplace_back(index, mark);
-              continue;
-            }
+    b.learned.clear();  // kept only once the transaction has committed
+    uint64_t at = from;
+    uint64_t data_end = 0;  // [at, data_end) is known to hold data (SEEK_HOLE)
+    while (at < size) {
+      uint64_t end = std::min(size, (at / kChunk + 1) * kChunk);
+      if (!mapping->marks.AllKnown(at / kPage, (end + kPage - 1) / kPage)) {
+        if (at >= data_end) {
+          const off_t data = lseek(fd, static_cast<off_t>(at), SEEK_DATA);
+          if (data < 0 || static_cast<uint64_t>(data) >= size) break;  // no data after `at`
+          const off_t hole = lseek(fd, data, SEEK_HOLE);
+          data_end = hole < 0 ? size : std::min(static_cast<uint64_t>(hole), size);
+          if (static_cast<uint64_t>(data) > at) {
+            at = static_cast<uint64_t>(data);
+            continue;
           }
-          auto put = m.fs->Write(txn, schema::Cred::Root(), id, pos + page, mine.data() + page, n);
-          if (!put.ok()) return put.status();
-          learned.emplace_back(index, mark);
         }
-        at += static_cast<off_t>(len);
+        end = std::min(end, data_end);
+        if (end <= at) break;  // (the file changed under the seeks)
       }
+      AMINO_RETURN_IF_ERROR(WriteBackChunk(m, txn, id, *mapping, at, end - at, b));
+      at = end;
     }
     return Status::Ok();
   });
   if (o.kind == CallOutcome::Kind::kDone && o.status.ok()) {
-    for (const auto& [index, mark] : learned) mapping->synced[index] = mark;
+    for (const auto& [index, mark] : b.learned) mapping->marks.Set(index, mark);
   }
   if (o.kind == CallOutcome::Kind::kDone && o.status.error() == ESTALE) {
     // The file is gone (removed, its last description closed): what is stored in a mapping
@@ -281,7 +321,7 @@ void SharedMappings::Wrote(const MountFs& m, schema::FileId id, uint64_t at, con
   // Just the bytes written: stores other processes made meanwhile elsewhere in the file stay.
   if (Mapping* mapping = FindMutable(m, id)) {
     (void)WriteAll(mapping->fd, data, len, at);
-    if (len) Unknown(mapping->synced, at / kPage, (at + len - 1) / kPage + 1);
+    if (len) mapping->marks.Forget(at / kPage, (at + len - 1) / kPage + 1);
   }
 }
 
@@ -289,14 +329,14 @@ void SharedMappings::Resized(const MountFs& m, schema::FileId id, uint64_t size)
   // Cut off, or extended with zeros, as the schema's file.
   if (Mapping* mapping = FindMutable(m, id)) {
     (void)ftruncate(mapping->fd, static_cast<off_t>(size));
-    Unknown(mapping->synced, size / kPage, UINT64_MAX);
+    mapping->marks.Forget(size / kPage, UINT64_MAX);
   }
 }
 
 void SharedMappings::Collapsed(const MountFs& m, schema::FileId id, uint64_t at, uint64_t len) {
   Mapping* mapping = FindMutable(m, id);
   if (!mapping) return;
-  mapping->synced.clear();
+  mapping->marks.Clear();
   const int fd = mapping->fd;
   const uint64_t size = SizeOf(fd);
   if (at + len > size) return;
@@ -310,7 +350,7 @@ void SharedMappings::Collapsed(const MountFs& m, schema::FileId id, uint64_t at,
 void SharedMappings::Inserted(const MountFs& m, schema::FileId id, uint64_t at, uint64_t len) {
   Mapping* mapping = FindMutable(m, id);
   if (!mapping) return;
-  mapping->synced.clear();
+  mapping->marks.Clear();
   const int fd = mapping->fd;
   const uint64_t size = SizeOf(fd);
   if (at > size) return;
@@ -332,7 +372,7 @@ void SharedMappings::Inserted(const MountFs& m, schema::FileId id, uint64_t at, 
 
 void SharedMappings::Refresh(MountFs& m, schema::FileId id) {
   if (Mapping* mapping = FindMutable(m, id)) {
-    mapping->synced.clear();
+    mapping->marks.Clear();
     CopyIn(m, id, mapping->fd, 0, UINT64_MAX);
   }
 }
@@ -340,7 +380,7 @@ void SharedMappings::Refresh(MountFs& m, schema::FileId id) {
 void SharedMappings::RefreshAll(MountFs& m) {
   for (auto& [key, mapping] : files_) {
     if (key.first != &m) continue;
-    mapping.synced.clear();
+    mapping.marks.Clear();
     CopyIn(m, key.second, mapping.fd, 0, UINT64_MAX);
   }
 }

@@ -24,7 +24,9 @@
 #include <utility>
 #include <vector>
 
+#include "monitor/service/file_view.h"
 #include "monitor/service/mount_fs.h"
+#include "monitor/service/page_marks.h"
 #include "schema/filesystem.h"
 
 namespace amino::monitor::service {
@@ -36,9 +38,9 @@ class SharedMappings {
     int fd = -1;       // the monitor's descriptor (read-write)
     dev_t dev = 0;     // the mapping file's device and inode, as the tracee's mappings show them
     ino_t ino = 0;
-    // Page number -> PageMark of the bytes the schema holds for it, for the pages known to be
-    // in step (sparse: a file written far out once mapped costs nothing for the pages between).
-    std::map<uint64_t, uint64_t> synced;
+    // The marks of the pages known to be in step with the schema (page_marks.h).
+    PageMarks marks;
+    FileView view;  // the monitor's view of the mapping file (what write-backs read)
   };
 
   SharedMappings() = default;
@@ -84,6 +86,22 @@ class SharedMappings {
 
  private:
   using Key = std::pair<const MountFs*, schema::FileId>;
+  // A write-back's buffers: the chunk's bytes, the schema's, and what it learned (page, mark).
+  struct Buffers {
+    std::vector<char> mine, stored;  // a chunk each
+    std::vector<std::pair<uint64_t, uint64_t>> learned;
+  };
+  // Bytes [pos, pos + len) of the file (`len` at most a chunk, within one): the pages that differ
+  // from what the schema held when last in step are written, and what it learns noted.
+  static schema::Status WriteBackChunk(MountFs& m, schema::Transaction& txn, schema::FileId id,
+                                       Mapping& mapping, uint64_t pos, size_t len, Buffers& b);
+  // The page marks of bytes [pos, pos + len) of a mapping file (`len` at most a chunk), read
+  // through its view or, where that fails, copied into `bytes` (then *copied). false when the
+  // file is shorter than that now.
+  static bool MarkChunk(Mapping& mapping, uint64_t pos, size_t len, char* bytes, uint64_t* marks,
+                        bool* copied);
+  // Bytes [pos, pos + len) of a mapping file into `bytes`, zeros after them to the page's end.
+  static bool CopyChunk(Mapping& mapping, uint64_t pos, size_t len, char* bytes);
   // Copies schema bytes [from, to) of the file into its mapping file, and its size.
   CallOutcome CopyIn(MountFs& m, schema::FileId id, int fd, uint64_t from, uint64_t to);
   Mapping* FindMutable(const MountFs& m, schema::FileId id);
