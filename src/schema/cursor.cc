@@ -69,6 +69,32 @@ Result<bool> Cursor::First() { return Get(DB_FIRST); }
 Result<bool> Cursor::Next() { return Get(DB_NEXT); }
 Result<bool> Cursor::NextDup() { return Get(DB_NEXT_DUP); }
 
+Result<bool> Cursor::SeekToReplace(std::string_view key) {
+  if (!dbc_) return open_status_;
+  auto* store = static_cast<Store*>(dbc_->dbp->app_private);
+  if (store) AMINO_RETURN_IF_ERROR(store->MayChange(dbc_->txn));
+  Load(&k_, key);
+  DBT none{};  // the value's first 0 bytes: whether it is there, not what it holds
+  none.flags = DB_DBT_USERMEM | DB_DBT_PARTIAL;
+  int ret = dbc_->get(dbc_, &k_, &none, DB_SET | DB_RMW);
+  if (ret == DB_NOTFOUND || ret == DB_KEYEMPTY) return false;
+  if (ret != 0) return Fail(ret, "cursor get");
+  return true;
+}
+
+Status Cursor::ReplaceCurrent(std::string_view value) {
+  if (!dbc_) return open_status_;
+  auto* store = static_cast<Store*>(dbc_->dbp->app_private);
+  if (store) {
+    AMINO_RETURN_IF_ERROR(store->MayChange(dbc_->txn));
+    ++store->writes_;
+    store->NoteWrite(dbc_->dbp, key());
+  }
+  DBT v = Dbt(value);
+  int ret = dbc_->put(dbc_, &k_, &v, DB_CURRENT);
+  return ret == 0 ? Status::Ok() : Fail(ret, "cursor put");
+}
+
 Status Cursor::Delete() {
   auto* store = static_cast<Store*>(dbc_->dbp->app_private);
   if (store) AMINO_RETURN_IF_ERROR(store->MayChange(dbc_->txn));

@@ -3,6 +3,7 @@
 // is never longer than the file (LASTPAGEMATCHESSIZE) and none lies past it (PAGESMATCHSIZE).
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "schema/fs_internal.h"
 
@@ -74,15 +75,36 @@ Result<size_t> WriteAt(Store& s, Ops& ops, DB_TXN* t, const Cred& c, Node& n, ui
   uint64_t pos = offset;
   const uint64_t end = offset + len;
   std::string page;
+  std::optional<Cursor> whole;  // for pages replaced whole
   while (pos < end) {
     const uint64_t index = pos / kTransferUnit;
     const uint32_t in_page = static_cast<uint32_t>(pos % kTransferUnit);
     const uint32_t chunk =
         static_cast<uint32_t>(std::min<uint64_t>(kTransferUnit - in_page, end - pos));
     const std::string key = PageKey(n.id, index);
-    std::optional<std::string> old;
     // No page lies past the end of file (PAGESMATCHSIZE): one there is new, not read.
-    if (index * kTransferUnit < n.attr.size) {
+    const bool inside = index * kTransferUnit < n.attr.size;
+    if (chunk == kTransferUnit) {
+      // A whole page: what it held does not matter, only whether it was there (its blocks).
+      // One search: the cursor that found it replaces it.
+      const std::string_view bytes(src + (pos - offset), chunk);
+      bool existed = false;
+      if (inside) {
+        if (!whole) whole.emplace(s.data(), t);
+        AMINO_RETURN_IF_ERROR(whole->status());
+        AMINO_ASSIGN_OR_RETURN(existed, whole->SeekToReplace(key));
+      }
+      if (existed) {
+        AMINO_RETURN_IF_ERROR(whole->ReplaceCurrent(bytes));
+      } else {
+        n.attr.blocks += kTransferUnit / 512;
+        AMINO_RETURN_IF_ERROR(s.Put(s.data(), t, key, bytes));
+      }
+      pos += chunk;
+      continue;
+    }
+    std::optional<std::string> old;
+    if (inside) {
       AMINO_ASSIGN_OR_RETURN(old, s.Get(s.data(), t, key));
     }
     if (old) {

@@ -188,6 +188,11 @@ class Cursor {
   Result<bool> First();
   Result<bool> Next();
   Result<bool> NextDup();
+  // Positions at exactly `key`, taking the record for writing (DB_RMW) but copying none of its
+  // value: false when it is absent. For a record about to be replaced whole (ReplaceCurrent).
+  Result<bool> SeekToReplace(std::string_view key);
+  // Replaces the value of the record the cursor is at (DB_CURRENT: no second search).
+  Status ReplaceCurrent(std::string_view value);
   Status Delete();
   // The record the cursor is at, in the cursor's own buffers: valid until its next move.
   std::string_view key() const { return {static_cast<const char*>(k_.data), k_.size}; }

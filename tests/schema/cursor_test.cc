@@ -64,6 +64,36 @@ TEST_F(CursorTest, SeeksAfterRecordsOfOtherLengthsFindTheirKeys) {
   EXPECT_FALSE(*found);
 }
 
+// A record replaced whole: found by one search that copies none of it, then replaced where the
+// cursor is; an absent key is said to be absent and nothing is written.
+TEST_F(CursorTest, ARecordFoundToReplaceIsReplacedWhereTheCursorIs) {
+  Put("a", "first");
+  Put("c", std::string(5000, 'x'));
+  DB_TXN* txn = nullptr;
+  ASSERT_EQ(store_->env()->txn_begin(store_->env(), nullptr, &txn, 0), 0);
+  {
+    Cursor c(store_->xattr(), txn);
+    ASSERT_TRUE(c.status().ok());
+    auto found = c.SeekToReplace("c");
+    ASSERT_TRUE(found.ok() && *found);
+    ASSERT_TRUE(c.ReplaceCurrent("short now").ok());
+    found = c.SeekToReplace("b");  // between two keys: absent, not the next one
+    ASSERT_TRUE(found.ok());
+    EXPECT_FALSE(*found);
+    found = c.SeekToReplace("a");
+    ASSERT_TRUE(found.ok() && *found);
+    ASSERT_TRUE(c.ReplaceCurrent(std::string(3000, 'y')).ok());
+  }
+  ASSERT_EQ(txn->commit(txn, 0), 0);
+  auto a = store_->Get(store_->xattr(), nullptr, "a");
+  auto b = store_->Get(store_->xattr(), nullptr, "b");
+  auto c = store_->Get(store_->xattr(), nullptr, "c");
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_EQ(*a, std::string(3000, 'y'));
+  EXPECT_FALSE(b->has_value());
+  EXPECT_EQ(*c, "short now");
+}
+
 TEST_F(CursorTest, BothKeyAndValueSeekFindsTheDuplicate) {
   // The names database keeps duplicates: (key, value) pairs, sorted.
   ASSERT_TRUE(store_->Put(store_->names(), nullptr, "k", "one").ok());

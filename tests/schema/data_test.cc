@@ -156,6 +156,31 @@ TEST_F(DataTest, ShrinkThenGrowReadsZerosPastTheCut) {
   EXPECT_EQ(*root().Read(id_, 0, 10), "");
 }
 
+// Whole pages are stored without reading what they replace (only whether it was there): over
+// a page, into a hole inside the file and past its end, each counted once in st_blocks (fsck
+// checks the count against the stored pages when the fixture ends).
+TEST_F(DataTest, WholePagesOverPagesAndHolesCountTheirBlocksOnce) {
+  OpenBoth("/f", O_RDWR | O_CREAT);
+  const size_t page = kTransferUnit;
+  auto both = [&](uint64_t at, const std::string& bytes) {
+    ASSERT_TRUE(root().Write(id_, at, bytes).ok());
+    ASSERT_EQ(pwrite(fd_, bytes.data(), bytes.size(), static_cast<off_t>(at)),
+              static_cast<ssize_t>(bytes.size()));
+  };
+  ASSERT_NO_FATAL_FAILURE(both(0, std::string(3 * page, 'a')));     // pages 0-2, new
+  ASSERT_NO_FATAL_FAILURE(both(5 * page, std::string(page, 'b')));  // past the end: 3-4 holes
+  EXPECT_EQ(root().FStat(id_)->attr.blocks, 4 * page / 512);
+  ASSERT_NO_FATAL_FAILURE(both(page, std::string(page, 'c')));  // over a stored page
+  EXPECT_EQ(root().FStat(id_)->attr.blocks, 4 * page / 512);
+  ASSERT_NO_FATAL_FAILURE(both(3 * page, std::string(page, 'd')));  // into a hole inside
+  EXPECT_EQ(root().FStat(id_)->attr.blocks, 5 * page / 512);
+  // A write of pages and parts of pages: the parts keep the rest of their pages.
+  ASSERT_NO_FATAL_FAILURE(both(page / 2, std::string(2 * page, 'e')));
+  EXPECT_EQ(root().FStat(id_)->attr.blocks, 5 * page / 512);
+  EXPECT_EQ(root().FStat(id_)->attr.size, 6 * page);
+  EXPECT_EQ(*root().Read(id_, 0, 6 * page), HostRead(0, 6 * page));
+}
+
 TEST_F(DataTest, TruncateErrorsMatchTheKernel) {
   ASSERT_NO_FATAL_FAILURE(BothFile("/f", "abc"));
   ASSERT_NO_FATAL_FAILURE(BothDir("/d"));
