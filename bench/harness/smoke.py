@@ -95,6 +95,8 @@ def check_full_run(out, failures):
                         failures.append("VANILLA %s/%s was mounted %r" % (w, ph, r["fs"]))
                     if c.startswith("AMINO") and not r["monitor_busy"]:
                         failures.append("%s %s/%s: no monitor time from --stats" % (c, w, ph))
+                    if c.startswith("AMINO") and not r["monitor_peak_kib"]:
+                        failures.append("%s %s/%s: no monitor memory from --stats" % (c, w, ph))
         if not measured and c in MUST_RUN:
             failures.append("%s measured nothing" % c)
     for w, phases in WORKLOADS.items():

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -209,6 +210,26 @@ Status PermissionDenied(const std::string& dir, const std::string& what, int err
     msg += " (the database's files must be readable and writable by whoever opens it)";
   }
   return Status::Storage(err, msg);
+}
+
+RegionSizes RegionSizesIn(const std::string& dir) {
+  RegionSizes out;
+  DIR* d = opendir(dir.c_str());
+  if (!d) return out;
+  while (const dirent* e = readdir(d)) {
+    if (std::strncmp(e->d_name, "__db.", 5) != 0 ||
+        !std::isdigit(static_cast<unsigned char>(e->d_name[5])))
+      continue;
+    struct stat st;
+    if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) {
+      continue;
+    }
+    ++out.files;
+    out.bytes += static_cast<uint64_t>(st.st_size);
+    out.allocated += static_cast<uint64_t>(st.st_blocks) * 512;
+  }
+  closedir(d);
+  return out;
 }
 
 }  // namespace amino::schema::store_files

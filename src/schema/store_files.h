@@ -3,6 +3,7 @@
 // permissions.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -58,5 +59,14 @@ void MakeFilesPrivate(const std::string& dir);
 // A database this process may not use: says whose it is and what to do, instead of a bare
 // "Permission denied" or "not an Amino file system".
 Status PermissionDenied(const std::string& dir, const std::string& what, int err);
+
+// Berkeley DB's region files (__db.NNN: the cache, locks, log buffer and transactions) in
+// `dir`: their sizes and the bytes the file system holds for them.
+struct RegionSizes {
+  int files = 0;
+  uint64_t bytes = 0;      // st_size, summed
+  uint64_t allocated = 0;  // st_blocks * 512, summed
+};
+RegionSizes RegionSizesIn(const std::string& dir);
 
 }  // namespace amino::schema::store_files

@@ -55,6 +55,21 @@ class DiagnosticsTest(ittest.ScenarioTest):
                 calls = dict(re.findall(r"^([a-z_0-9]+) +(\d+)$", err, re.M))
                 for call in ("openat", "read", "write", "close", "execve"):
                     self.assertGreater(int(calls.get(call, 0)), 0, f"{call} not counted:\n{err}")
+                # What the monitor holds: its own peak, and a mount's database regions.
+                peak = re.search(r"^amino: monitor peak resident memory (\d+) KiB$", err, re.M)
+                self.assertIsNotNone(peak, err)
+                self.assertGreater(int(peak.group(1)), 1024, err)
+                regions = re.findall(
+                    r"^amino: (.+): database regions (\d+) KiB in (\d+) files, (\d+) KiB allocated$",
+                    err, re.M)
+                if mode.startswith("mount"):
+                    self.assertEqual(len(regions), 1, err)
+                    _, size, files, allocated = regions[0]
+                    self.assertGreater(int(files), 0, err)
+                    self.assertGreater(int(size), 1024, err)
+                    self.assertGreater(int(allocated), 0, err)
+                elif mode.startswith("host"):  # the host handler has no database
+                    self.assertEqual(regions, [], err)
 
     def check_trace_lines(self, text, mode):
         self.assertRegex(text, r'\[pid \d+\] openat\(AT_FDCWD, "file\.txt", O_RDONLY[^)]*\) = \d+')

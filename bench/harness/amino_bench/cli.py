@@ -340,7 +340,9 @@ def run_one(args, res, state, results, features, srcs, w, c, rep, work, logs, lo
             row.update(status=m.status, value=m.value, ops=m.ops, seconds=m.seconds,
                        elapsed=m.elapsed, user=m.user, system=m.system,
                        monitor_user=m.monitor_user, monitor_system=m.monitor_system,
-                       monitor_busy=m.monitor_busy, stops=m.stops, extra=m.extra)
+                       monitor_busy=m.monitor_busy, stops=m.stops,
+                       monitor_peak_kib=m.monitor_peak_kib, regions_kib=m.regions_kib,
+                       extra=m.extra)
             results.add(row)
             state["done"] += 1
             shown = ("%s %s" % (report._fmt(m.value), ph.unit) if m.status == "ok"

@@ -13,7 +13,7 @@ import statistics
 
 FIELDS = ["workload", "phase", "config", "rep", "status", "metric", "unit", "value", "ops",
           "seconds", "elapsed", "user", "system", "monitor_user", "monitor_system",
-          "monitor_busy", "stops", "fs", "extra"]
+          "monitor_busy", "stops", "monitor_peak_kib", "regions_kib", "fs", "extra"]
 
 # Two-sided 95% Student t quantiles by degrees of freedom.
 _T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
@@ -91,6 +91,9 @@ def summarize(rows, workloads, configs):
                         s[k] = statistics.mean(float(r[k]) for r in ok)
                     busy = [float(r["monitor_busy"]) for r in ok if r["monitor_busy"] != ""]
                     s["monitor_busy"] = statistics.mean(busy) if busy else None
+                    for k in ("monitor_peak_kib", "regions_kib"):  # absent in older runs
+                        got = [float(r[k]) / 1024 for r in ok if r.get(k) not in (None, "")]
+                        s[k.replace("_kib", "_mib")] = statistics.mean(got) if got else None
                     s["metric"], s["unit"] = ok[0]["metric"], ok[0]["unit"]
                     failed = [r for r in mine if r["status"] != "ok"]
                     if failed:
@@ -110,7 +113,8 @@ def write_summary_csv(path, summary, paper):
         wr = csv.writer(f)
         wr.writerow(["workload", "phase", "config", "status", "runs", "metric", "unit", "mean",
                      "ci95", "ratio_to_vanilla", "paper_ratio", "paper_relative_to", "user",
-                     "system", "monitor_user", "monitor_system", "monitor_busy"])
+                     "system", "monitor_user", "monitor_system", "monitor_busy",
+                     "monitor_peak_mib", "regions_mib"])
         for w, ph, cells in summary:
             for s in cells:
                 p = paper.get((w.family, ph, s["config"].paper)) if s["config"].paper else None
@@ -119,7 +123,8 @@ def write_summary_csv(path, summary, paper):
                              _num(s.get("ci")), _num(s.get("ratio")), p["ratio"] if p else "",
                              p["relative_to"] if p else "", _num(s.get("user")),
                              _num(s.get("system")), _num(s.get("monitor_user")),
-                             _num(s.get("monitor_system")), _num(s.get("monitor_busy"))])
+                             _num(s.get("monitor_system")), _num(s.get("monitor_busy")),
+                             _num(s.get("monitor_peak_mib")), _num(s.get("regions_mib"))])
 
 
 def _num(x):
@@ -162,7 +167,7 @@ def markdown(meta, machine, configs, availability, workloads, summary, paper, pl
         if (w.name, ph) in plots:
             L += ["![%s %s](%s)" % (w.name, ph, plots[(w.name, ph)]), ""]
         L += ["| configuration | result | ratio | paper | CPU user / sys / tracer (s) | busy (s) "
-              "| runs |", "|---|---:|---:|---:|---:|---:|---:|"]
+              "| monitor peak / regions (MiB) | runs |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
         for s in cells:
             c = s["config"]
             p = paper.get((w.family, ph, c.paper)) if c.paper else None
@@ -173,15 +178,20 @@ def markdown(meta, machine, configs, availability, workloads, summary, paper, pl
                 cpu = "%.2f / %.2f / %.2f" % (s["user"], s["system"],
                                               s["monitor_user"] + s["monitor_system"])
                 busy = "%.2f" % s["monitor_busy"] if s["monitor_busy"] is not None else ""
+                memory = ""
+                if s.get("monitor_peak_mib") is not None:
+                    memory = "%.0f" % s["monitor_peak_mib"]
+                    if s.get("regions_mib") is not None:
+                        memory += " / %.0f" % s["regions_mib"]
                 ratio = _ratio(s["ratio"]) if "ratio" in s else ""
                 note = "" if s["status"] == "ok" else " (%s)" % s["status"]
-                L.append("| %s | %s%s | %s | %s | %s | %s | %d |" % (
-                    c.name, res, note, ratio, paper_cell(p), cpu, busy, s["runs"]))
+                L.append("| %s | %s%s | %s | %s | %s | %s | %s | %d |" % (
+                    c.name, res, note, ratio, paper_cell(p), cpu, busy, memory, s["runs"]))
             else:
                 status = s["status"]
                 if status == availability.get(c.name):  # the reason is in the table above
                     status = status.split(":")[0] + " (see Configurations)"
-                L.append("| %s | %s | | %s | | | 0 |" % (c.name, status, paper_cell(p)))
+                L.append("| %s | %s | | %s | | | | 0 |" % (c.name, status, paper_cell(p)))
         L.append("")
     L += ["## Method", ""] + ["- " + n for n in meta["notes"]] + [""]
     return "\n".join(L)

@@ -32,12 +32,16 @@ class Measurement:
     monitor_system: float = 0.0
     monitor_busy: float = None  # amino --stats: seconds in the monitor's stop handling
     stops: int = None           # amino --stats stops, or strace's system-call count
+    monitor_peak_kib: int = None  # amino --stats: the monitor's peak resident memory
+    regions_kib: int = None       # amino --stats: the databases' region files, summed
     extra: str = ""
     log: str = ""
 
 
 # src/monitor/stats.cc: "amino: backend NAME[ (detail)], N stops, X ms in the monitor of Y ms"
 STATS_RE = re.compile(r"amino: backend [^\n]*?(\d+) stops, ([\d.]+) ms in the monitor")
+PEAK_RE = re.compile(r"^amino: monitor peak resident memory (\d+) KiB$", re.M)
+REGIONS_RE = re.compile(r"^amino: .*: database regions (\d+) KiB in \d+ files", re.M)
 
 
 def wrapper(config, amino, stats_path, fill):
@@ -96,6 +100,10 @@ def measure(config, phase, amino, timer, log_prefix, fill, env=None):
     if s:
         m.stops = int(s.group(1))
         m.monitor_busy = float(s.group(2)) / 1000.0
+        peak = PEAK_RE.search(stderr)
+        m.monitor_peak_kib = int(peak.group(1)) if peak else None
+        regions = [int(r) for r in REGIONS_RE.findall(stderr)]
+        m.regions_kib = sum(regions) if regions else None
     elif config.tracer == "strace":
         m.stops = _strace_calls(_read(stats_path))
     result = re.search(r"^RESULT ops=(\d+) seconds=([\d.]+)(.*)$", stdout, re.M)

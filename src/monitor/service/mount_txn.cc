@@ -12,6 +12,7 @@
 #include "monitor/service/file_locks.h"
 #include "monitor/service/mount_handler.h"
 #include "monitor/syscall_table.h"
+#include "schema/store_files.h"
 
 namespace amino::monitor::service {
 
@@ -39,6 +40,10 @@ void MountHandler::Finish() {
 
 void MountHandler::PrintStats(FILE* out) const {
   for (const auto& m : mounts_) {
+    const auto regions = schema::store_files::RegionSizesIn(m->mount->db_dir);
+    std::fprintf(out, "amino: %s: database regions %llu KiB in %d files, %llu KiB allocated\n",
+                 m->mount->point.c_str(), static_cast<unsigned long long>(regions.bytes >> 10),
+                 regions.files, static_cast<unsigned long long>(regions.allocated >> 10));
     const auto [hits, misses] = m->fs->ReadCacheStats();
     std::fprintf(out,
                  "amino: %s: read cache %llu hits, %llu misses (%.0f%%); %llu calls read a "
