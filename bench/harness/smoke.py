@@ -29,8 +29,8 @@ WORKLOADS = {"postmark": ["transactions"], "pmgen": ["transactions"],
              "build": ["unpack", "configure", "build"], "mail": ["deliver"],
              "tools": ["cp-a", "find", "du", "diff-r", "md5sum", "tar-c", "tar-x", "git-commit",
                        "git-status", "git-log-stat"],
-             "exercisers": ["sysbench-rndrw", "sysbench-seqrd", "sysbench-seqwr",
-                            "sysbench-mmap", "dbench"]}
+             "exercisers": ["sysbench-rndrw", "sysbench-seqrd", "sysbench-mmap",
+                            "sysbench-seqwr", "dbench"]}
 
 
 def leftovers(path):
