@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the monitor cannot see still never reach the host directory under a mount point
 (issue 15, items 5, 7 and 8, through the cover of monitor/mount_cover.h): programs/coverprobe
-chroots to the mount point's parent and creates a file through the mount point's name, binds
+chroots to the mount point's parent and creates a file through the mount point's name (served
+in the mount since the monitor maps paths after a chroot: chroot_test.py), binds
 the mount point elsewhere in a mount namespace of its own and creates a file there, and dumps
 core with its cwd in the mount. Under amino run as root, on every backend, the host directory
 must stay empty (the writes fail with EROFS on the read-only cover).

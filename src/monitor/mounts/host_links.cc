@@ -3,7 +3,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -57,6 +59,58 @@ std::string_view FirstName(std::string_view rest) {
 
 }  // namespace
 
+// Host paths as a process sees them: from the monitor's root, or from a chroot'd process's root
+// (`root_fd`), where the kernel keeps ".." and absolute link targets below it (RESOLVE_IN_ROOT).
+class HostLinks::View {
+ public:
+  View() = default;
+  explicit View(std::string_view root) {
+    if (root.empty() || root == "/") return;
+    root_fd_ = open(std::string(root).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    failed_ = root_fd_ < 0;
+  }
+  ~View() {
+    if (root_fd_ >= 0) close(root_fd_);
+  }
+  View(const View&) = delete;
+  View& operator=(const View&) = delete;
+
+  bool failed() const { return failed_; }
+
+  // fstatat(path) with `follow` of a last link; 0, or -1 with errno set.
+  int Stat(const std::string& path, bool follow, struct stat* st) const {
+    if (root_fd_ < 0) {
+      return fstatat(AT_FDCWD, path.c_str(), st, kNoAutomount | (follow ? 0 : AT_SYMLINK_NOFOLLOW));
+    }
+    const int fd = OpenInRoot(path, follow);
+    if (fd < 0) return -1;
+    const int r = fstat(fd, st);
+    close(fd);
+    return r;
+  }
+
+  ssize_t ReadLink(const std::string& path, char* buf, size_t size) const {
+    if (root_fd_ < 0) return readlink(path.c_str(), buf, size);
+    const int fd = OpenInRoot(path, false);
+    if (fd < 0) return -1;
+    const ssize_t n = readlinkat(fd, "", buf, size);
+    close(fd);
+    return n;
+  }
+
+ private:
+  int OpenInRoot(const std::string& path, bool follow) const {
+    open_how how{};
+    how.flags = O_PATH | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW);
+    // /proc's magic links would be the monitor's own: left to the kernel's walk.
+    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+    return static_cast<int>(syscall(SYS_openat2, root_fd_, path.c_str(), &how, sizeof how));
+  }
+
+  int root_fd_ = -1;
+  bool failed_ = false;
+};
+
 HostLinks::HostLinks(const MountTable& table, const PathResolver& resolver) : resolver_(resolver) {
   for (const Mount& m : table.mounts()) Record(m);
 }
@@ -97,20 +151,27 @@ Result<ClassifiedPath> HostLinks::Inside(const InMountDir& dir, std::string_view
   return resolver_.Classify(PathBase::Virtual(*dir.mount, dir.rel), rest, /*empty_path_ok=*/true);
 }
 
-std::optional<Result<ClassifiedPath>> HostLinks::IntoMount(std::string_view abs,
-                                                           bool follow_last) const {
+std::optional<Result<ClassifiedPath>> HostLinks::IntoMount(std::string_view abs, bool follow_last,
+                                                           std::string_view root) const {
   if (dirs_.empty() || abs.empty() || abs[0] != '/' || abs.size() >= PATH_MAX) {
     return std::nullopt;
   }
+  const View view(root);
+  if (view.failed()) return std::nullopt;  // the root is gone: the kernel's walk reports it
+  return Look(view, abs, follow_last);
+}
+
+std::optional<Result<ClassifiedPath>> HostLinks::Look(const View& view, std::string_view abs,
+                                                      bool follow_last) const {
   const std::string path(abs);
   struct stat st;
   // A trailing slash makes the kernel follow a last link whatever the call.
-  if (fstatat(AT_FDCWD, path.c_str(), &st, AT_SYMLINK_NOFOLLOW | kNoAutomount) == 0) {
+  if (view.Stat(path, false, &st) == 0) {
     const bool followed = S_ISLNK(st.st_mode) && follow_last;
     if (followed) {
-      if (fstatat(AT_FDCWD, path.c_str(), &st, kNoAutomount) != 0) {
+      if (view.Stat(path, true, &st) != 0) {
         // A link whose target the host lacks: it may name something only the mount has.
-        return errno == ENOENT ? Walk(abs, follow_last) : std::nullopt;
+        return errno == ENOENT ? Walk(view, abs, follow_last) : std::nullopt;
       }
     }
     if (const InMountDir* d = Find(st.st_dev, st.st_ino)) {
@@ -121,23 +182,23 @@ std::optional<Result<ClassifiedPath>> HostLinks::IntoMount(std::string_view abs,
     // A file hidden under a mount point is known by its directory (the link's target's, when
     // a link was followed: found by the walk).
     if (!hiding_devs_.contains(st.st_dev)) return std::nullopt;
-    if (followed) return Walk(abs, follow_last);
+    if (followed) return Walk(view, abs, follow_last);
   } else if (errno != ENOENT) {
     return std::nullopt;  // ENOTDIR, EACCES, ELOOP...: the kernel's to report
   } else if (EndsWithSlash(abs)) {
-    return Walk(abs, follow_last);  // the slash followed a link the host cannot resolve
+    return Walk(view, abs, follow_last);  // the slash followed a link the host cannot resolve
   }
   // A name the host lacks (or hides): where its directory is decides.
   auto [dir, last] = SplitLast(abs);
-  if (fstatat(AT_FDCWD, dir.c_str(), &st, kNoAutomount) == 0) {
+  if (view.Stat(dir, true, &st) == 0) {
     if (!S_ISDIR(st.st_mode)) return std::nullopt;
     if (const InMountDir* d = Find(st.st_dev, st.st_ino)) return Inside(*d, last);
     return std::nullopt;
   }
-  return errno == ENOENT ? Walk(abs, follow_last) : std::nullopt;
+  return errno == ENOENT ? Walk(view, abs, follow_last) : std::nullopt;
 }
 
-std::optional<Result<ClassifiedPath>> HostLinks::Walk(std::string_view abs,
+std::optional<Result<ClassifiedPath>> HostLinks::Walk(const View& view, std::string_view abs,
                                                       bool follow_last) const {
   // `cur`: the host directory reached, as the kernel names it (no link in it), outside every
   // mount; `rest`: what is left to walk from it.
@@ -166,13 +227,13 @@ std::optional<Result<ClassifiedPath>> HostLinks::Walk(std::string_view abs,
     }
     const std::string here = Join(cur, name);
     struct stat st;
-    if (fstatat(AT_FDCWD, here.c_str(), &st, AT_SYMLINK_NOFOLLOW | kNoAutomount) != 0) {
+    if (view.Stat(here, false, &st) != 0) {
       return std::nullopt;  // the kernel reports it
     }
     if (S_ISLNK(st.st_mode) && (!last || follow_last || !tail.empty())) {
       if (++links > kMaxEscapes) return std::nullopt;  // ELOOP, the kernel's
       char target[PATH_MAX];
-      const ssize_t n = readlink(here.c_str(), target, sizeof target - 1);
+      const ssize_t n = view.ReadLink(here, target, sizeof target - 1);
       if (n <= 0) return std::nullopt;
       std::string walked(target, static_cast<size_t>(n));
       if (walked[0] == '/') cur.assign(1, '/');

@@ -42,7 +42,11 @@ class HostLinks {
   // the kernel's walk stays outside every mount, or fails before it could enter one (the
   // kernel reports that itself). Otherwise the classification inside the mount (kAmino), or
   // the error of making it (ENAMETOOLONG).
-  std::optional<Result<ClassifiedPath>> IntoMount(std::string_view abs, bool follow_last) const;
+  // `root`: the root of a process that called chroot, as the monitor names it; `abs` is then
+  // the path as that process names it, walked from its root (its ".." and absolute link
+  // targets stay below it).
+  std::optional<Result<ClassifiedPath>> IntoMount(std::string_view abs, bool follow_last,
+                                                  std::string_view root = "/") const;
 
   // Whether some mount has host directories recorded (false: IntoMount has nothing to find).
   bool empty() const { return dirs_.empty(); }
@@ -57,8 +61,12 @@ class HostLinks {
   const InMountDir* Find(dev_t dev, ino_t ino) const;
   // `rest` (relative, may be empty) walked inside the directory `dir`.
   Result<ClassifiedPath> Inside(const InMountDir& dir, std::string_view rest) const;
+  class View;
+  std::optional<Result<ClassifiedPath>> Look(const View& view, std::string_view abs,
+                                             bool follow_last) const;
   // The component-by-component walk, for a path whose end or directory is missing.
-  std::optional<Result<ClassifiedPath>> Walk(std::string_view abs, bool follow_last) const;
+  std::optional<Result<ClassifiedPath>> Walk(const View& view, std::string_view abs,
+                                             bool follow_last) const;
 
   const PathResolver& resolver_;
   std::map<std::pair<dev_t, ino_t>, InMountDir> dirs_;

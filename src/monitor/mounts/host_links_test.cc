@@ -72,6 +72,29 @@ TEST_F(HostLinksTest, LinksPartwayAndInChains) {
   EXPECT_EQ(Into("h/again/x", true), "mount:/sub/x");
 }
 
+// After a chroot to the scratch directory, absolute targets and ".." are the process's: from
+// its root, not the monitor's.
+TEST_F(HostLinksTest, FromAChangedRoot) {
+  Start();
+  Link("/mp/sub", "h/in");     // absolute from the scratch directory as root
+  Link("/../../mp", "h/top");  // ".." at the root stays there
+  const std::string root = scratch_.path();
+  auto into = [&](const std::string& own, bool follow) -> std::string {
+    auto r = links_->IntoMount(own, follow, root);
+    if (!r) return "host";
+    if (!r->ok()) return "errno " + std::to_string(r->status().error());
+    return "mount:" + (*r)->path;
+  };
+  EXPECT_EQ(into("/h/in", true), "mount:/sub");
+  EXPECT_EQ(into("/h/in/x", false), "mount:/sub/x");
+  EXPECT_EQ(into("/h/top/y", false), "mount:/y");
+  EXPECT_EQ(into("/../h/in/x", false), "mount:/sub/x");
+  EXPECT_EQ(into("/h/in", false), "host");  // the link itself
+  EXPECT_EQ(into("/h", true), "host");
+  // From the monitor's root the same links lead nowhere near the mount.
+  EXPECT_EQ(Into("h/in/x", false), "host");
+}
+
 TEST_F(HostLinksTest, DirectoriesLeftUnderTheMountPointCountAsInside) {
   Start([&] { testing::MakeDir(scratch_ / "mp/build/obj"); });
   Link("mp/build", "b");

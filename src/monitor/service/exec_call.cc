@@ -295,7 +295,7 @@ std::optional<Decision> ExecCall::ReadStored(int depth) {
     d = h.RunOnTarget(t, call, target, path_arg, body, done);
     if (!read || escaped.empty()) break;
     if (hops == mounts::kMaxEscapes) return Decision::Emulate(-ELOOP);
-    auto next = h.resolver_.ContinueOnHost(*ran_on->mount, escaped);
+    auto next = h.resolver_.ContinueOnHost(*ran_on->mount, h.EscapeFrom(target, escaped));
     if (!next.ok()) return Decision::Emulate(-next.status().error());
     target.trailing_slash = next->trailing_slash;
     target.path = next->path;

@@ -1,5 +1,5 @@
-// The cwd: chdir, fchdir and getcwd. Inside a mount the cwd is virtual (the kernel's cwd stays
-// at the mount point's host directory); elsewhere it is the kernel's.
+// The cwd and the root: chdir, fchdir, getcwd and chroot. Inside a mount the cwd is virtual (the
+// kernel's cwd stays at the mount point's host directory); elsewhere it is the kernel's.
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
@@ -11,6 +11,7 @@
 #include <string>
 
 #include "monitor/calls/validate.h"
+#include "monitor/changed_root.h"
 #include "monitor/mounts/proc_link.h"
 #include "monitor/service/mount_handler.h"
 #include "monitor/shared_region.h"
@@ -81,10 +82,13 @@ Decision MountHandler::EnterVirtualDir(Thread& t, SyscallRegs& call, MountFs& m,
                                        const std::string& dir, const std::string& last_path,
                                        std::shared_ptr<ServedFile> hold) {
   // The kernel goes to the mount point's host directory (something real to hold, and where
-  // calls that are not trapped find the mount's host side); the cwd becomes virtual.
+  // calls that are not trapped find the mount's host side); the cwd becomes virtual. After a
+  // chroot the kernel names it from the process's root; where the root does not reach it, the
+  // kernel's cwd stays.
   Decision restart;
   if (!EnsureRegion(t, call, &restart)) return restart;
-  uint64_t addr = t.proc->region->Put(t.tid, 0, m.mount->host_point + '\0');
+  const std::string kernel_dir = PathFromRoot(RootOf(t), m.mount->host_point).value_or(".");
+  uint64_t addr = t.proc->region->Put(t.tid, 0, kernel_dir + '\0');
   if (!addr) return Decision::Emulate(-ENAMETOOLONG);
   Pending p;
   p.kind = Pending::Kind::kVirtualChdir;
@@ -133,12 +137,45 @@ Decision MountHandler::ChdirToFile(Thread& t, SyscallRegs& call, ServedFile& f) 
 Decision MountHandler::Getcwd(Thread& t, SyscallRegs& call) {
   if (!t.proc->fs->cwd.is_virtual()) return Decision::Pass();
   const std::string dir = CwdPath(t);
-  const std::string path = dir.empty() ? dir : CwdMount(t).mount->HostPathOf(dir);
+  std::string path = dir.empty() ? dir : CwdMount(t).mount->HostPathOf(dir);
+  if (!path.empty()) path = CwdFromRoot(RootOf(t), path);
   const long length = GetcwdLength(path, static_cast<size_t>(call.arg(1)));
   if (length < 0) return Decision::Emulate(length);
   if (WriteMemory(*t.proc, call.arg(0), path.c_str(), static_cast<size_t>(length)) != 0)
     return Decision::Emulate(-EFAULT);
   return Decision::Emulate(length);
+}
+
+namespace {
+
+// A mount-relative path that names the mount's root itself, with no component to walk.
+bool NamesMountRoot(const std::string& path) {
+  for (char c : path) {
+    if (c != '/' && c != '.') return false;
+  }
+  return path.find("..") == std::string::npos;
+}
+
+}  // namespace
+
+Decision MountHandler::Chroot(Thread& t, SyscallRegs& call) {
+  // Whatever comes of the call, the root is asked of the kernel from now on (RootOf): a failed
+  // chroot leaves it where it was.
+  t.proc->fs->root_changed = true;
+  std::string path;
+  if (ReadString(*t.proc, call.arg(0), PATH_MAX, &path) != 0) return Decision::Pass();
+  const bool virtual_base = !path.empty() && path[0] != '/' && t.proc->fs->cwd.is_virtual();
+  Target target;
+  if (int err = Resolve(t, AT_FDCWD, path, false, LastName::kFollow, &target)) {
+    return virtual_base ? Decision::Emulate(err) : Decision::Pass();
+  }
+  if (target.kind == Target::Kind::kHost) return Decision::Pass();
+  // A mount's root, by a path the kernel walks to the mount point: the kernel makes the mount
+  // point's host directory the root, and the mount is served from there on (HostPathInRoot).
+  if (target.kind == Target::Kind::kServed && !virtual_base && NamesMountRoot(target.path))
+    return Decision::Pass();
+  // A directory inside a mount has no host directory for the kernel to make the root.
+  return Decision::Emulate(-EPERM);
 }
 
 }  // namespace amino::monitor::service

@@ -231,11 +231,9 @@ Decision MountHandler::Serve(Thread& t, SyscallRegs& call) {
     case SYS_mount_setattr:
       return KernelMountCall(t, call);
     case SYS_chroot:
-      // Its absolute paths are no longer the monitor's: no host link is looked at for it
-      // (the kernel's own walk, and the cover, remain).
-      t.proc->fs->root_changed = true;
-      return Decision::Pass();
+      return Chroot(t, call);
     case SYS_name_to_handle_at:
+      return NameToHandle(t, call);
     case SYS_open_by_handle_at:
       return Decision::Pass();
     case SYS_sync:

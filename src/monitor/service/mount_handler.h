@@ -78,6 +78,9 @@ struct Target {
   // mounts are looked for (not after a chroot), for the continuations of an escape.
   bool follow_last = false;
   bool host_links = false;
+  // The process's root as the monitor names it ("/" unless it called chroot): where an
+  // absolute link target met in a mount continues (EscapeFrom).
+  std::string root = "/";
 };
 
 // How a call treats the last name of its path, for a host link there (host_links.h).
@@ -291,6 +294,17 @@ class MountHandler : public CallHandler, public TxnControl {
   MountFs& CwdMount(Thread& t);
   // The kernel's cwd by name.
   const std::string& HostCwd(Thread& t);
+  // The process's root as the monitor names it: "/" unless it called chroot (changed_root.h).
+  std::string RootOf(Thread& t);
+  // Where a walk that left a mount with `escaped` (an escape's path) continues: an absolute
+  // link target is the process's, from its root.
+  std::string EscapeFrom(const Target& target, const std::string& escaped);
+  // HostLinks::IntoMount for host path `abs` (a chroot'd process's, `root`, walked from there).
+  std::optional<Result<mounts::ClassifiedPath>> LinksIntoMount(const std::string& root,
+                                                               const std::string& abs,
+                                                               bool follow_last);
+  // chroot: to a host directory, or a mount point's, by the kernel (monitor/changed_root.h).
+  Decision Chroot(Thread& t, SyscallRegs& call);
   int MountIndex(const MountFs* m) const;
   MountFs* FsFor(const mounts::Mount* m);
   // The mount-relative path of file `id` now ("" when it has no name), by its names.
@@ -364,6 +378,9 @@ class MountHandler : public CallHandler, public TxnControl {
   // mount, umount2, pivot_root, open_tree, move_mount, fspick, mount_setattr: EINVAL when a
   // path they name is in a mount.
   Decision KernelMountCall(Thread& t, SyscallRegs& call);
+  // name_to_handle_at: a file in a mount has no kernel handle (EOPNOTSUPP, as a file system
+  // without export operations answers); elsewhere the kernel's.
+  Decision NameToHandle(Thread& t, SyscallRegs& call);
 
   // --- mount_sockets.cc
   // bind, connect and sendto of an AF_UNIX socket to a path in a mount: the stored node is the

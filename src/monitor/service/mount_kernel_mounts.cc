@@ -78,4 +78,22 @@ Decision MountHandler::KernelMountCall(Thread& t, SyscallRegs& call) {
   return Decision::Pass();
 }
 
+Decision MountHandler::NameToHandle(Thread& t, SyscallRegs& call) {
+  const int dirfd = static_cast<int>(call.arg(0));
+  const int flags = static_cast<int>(call.arg(4));
+  std::string path;
+  if (ReadString(*t.proc, call.arg(1), PATH_MAX, &path) != 0) return Decision::Pass();
+  // The monitor answers for a walk that starts in a mount; the kernel for the others.
+  const bool served_base =
+      !path.empty() && path[0] != '/' &&
+      (dirfd == AT_FDCWD ? t.proc->fs->cwd.is_virtual() : !!ServedOf(t, dirfd));
+  Target target;
+  const LastName last = flags & AT_SYMLINK_FOLLOW ? LastName::kFollow : LastName::kLookUp;
+  if (int err = Resolve(t, dirfd, path, flags & AT_EMPTY_PATH, last, &target)) {
+    return served_base ? Decision::Emulate(err) : Decision::Pass();
+  }
+  if (target.kind == Target::Kind::kHost) return Decision::Pass();
+  return Decision::Emulate(-EOPNOTSUPP);
+}
+
 }  // namespace amino::monitor::service

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "monitor/calls/validate.h"
+#include "monitor/changed_root.h"
 #include "monitor/mounts/proc_link.h"
 #include "monitor/service/mount_handler.h"
 #include "monitor/shared_region.h"
@@ -78,6 +79,27 @@ std::string MountHandler::CwdPath(Thread& t) {
 const std::string& MountHandler::HostCwd(Thread& t) {
   return t.proc->fs->cwd.HostPath(
       host_renames_, [&] { return host::ReadLink("/proc/" + std::to_string(t.tid) + "/cwd"); });
+}
+
+std::string MountHandler::RootOf(Thread& t) {
+  if (!t.proc->fs->root_changed) return "/";
+  std::string root = host::ReadLink("/proc/" + std::to_string(t.tid) + "/root");
+  return root.empty() || root[0] != '/' ? "/" : root;
+}
+
+std::string MountHandler::EscapeFrom(const Target& target, const std::string& escaped) {
+  if (escaped.empty() || escaped[0] != '/') return escaped;
+  return HostPathInRoot(target.root, escaped);
+}
+
+std::optional<Result<mounts::ClassifiedPath>> MountHandler::LinksIntoMount(const std::string& root,
+                                                                           const std::string& abs,
+                                                                           bool follow_last) {
+  if (root == "/") return host_links_.IntoMount(abs, follow_last);
+  // After a chroot the kernel walks the process's own name for it from its root.
+  const std::optional<std::string> own = PathFromRoot(root, abs);
+  if (!own) return std::nullopt;  // beyond its root: the kernel's walk never gets there
+  return host_links_.IntoMount(*own, follow_last, root);
 }
 
 int MountHandler::WhereDotDotLeads(Thread& t, const mounts::ClassifiedPath& r,
@@ -179,8 +201,13 @@ std::optional<int> MountHandler::WalkBaseOf(Thread& t, int dirfd, const std::str
 int MountHandler::Resolve(Thread& t, int dirfd, const std::string& as_given, bool empty_ok,
                           LastName last, Target* out) {
   *out = Target();
+  out->root = RootOf(t);
   std::string through;  // `as_given` with a /proc link replaced by what it stands for
   if (int err = ThroughProcLink(t, as_given, &through)) return err;
+  // After a chroot an absolute path is the process's, from its root; a /proc link's is the
+  // host's already.
+  if (through.empty() && out->root != "/" && !as_given.empty() && as_given[0] == '/')
+    through = HostPathInRoot(out->root, as_given);
   WalkBase walk;
   if (auto answer =
           WalkBaseOf(t, dirfd, through.empty() ? as_given : through, empty_ok, out, &walk))
@@ -192,8 +219,8 @@ int MountHandler::Resolve(Thread& t, int dirfd, const std::string& as_given, boo
   auto r = resolver_.Classify(base, path, empty_ok);
   if (!r.ok()) return -r.status().error();
   out->follow_last = last == LastName::kFollow;
-  out->host_links = !t.proc->fs->root_changed;
-  if ((r->is_host() || !r->check_path.empty()) && out->host_links && !path.empty()) {
+  out->host_links = true;
+  if ((r->is_host() || !r->check_path.empty()) && !path.empty()) {
     // A host link on the path as written may lead into a mount: looked for on host results,
     // and before a lexical check of "x/..", since ".." after such a link is the mount's.
     std::string abs = path[0] == '/' ? path : base_dir == "/" ? "/" + path : base_dir + "/" + path;
@@ -203,7 +230,7 @@ int MountHandler::Resolve(Thread& t, int dirfd, const std::string& as_given, boo
     if (last == LastName::kNever) {
       while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
     }
-    if (auto in = host_links_.IntoMount(AsTraceeSees(t, std::move(abs)), out->follow_last)) {
+    if (auto in = LinksIntoMount(out->root, AsTraceeSees(t, std::move(abs)), out->follow_last)) {
       if (!in->ok()) return -in->status().error();
       r = std::move(*in);
       if (slash) r->trailing_slash = true;
@@ -311,6 +338,10 @@ int MountHandler::CheckResolveRules(Thread& t, int dirfd, const std::string& pat
 Decision MountHandler::Substitute(Thread& t, SyscallRegs& call, int arg,
                                   const std::string& host_path) {
   Decision restart;
+  // After a chroot the kernel walks the substitute from the process's root, and a path beyond
+  // that root is one no name of the process reaches.
+  const std::optional<std::string> in_root = PathFromRoot(RootOf(t), host_path);
+  if (!in_root) return Decision::Emulate(-ENOENT);
   if (call.notified) {
     // A notified call cannot be given other registers: the monitor performs it on the host
     // (as --emulate=host does), reading the substitute from the shared region. An open gives
@@ -346,7 +377,7 @@ Decision MountHandler::Substitute(Thread& t, SyscallRegs& call, int arg,
     return host_.PerformInstead(t, with, HostCredsOf(t));
   }
   if (!EnsureRegion(t, call, &restart)) return restart;
-  uint64_t addr = t.proc->region->Put(t.tid, 4096 * static_cast<size_t>(arg & 3), host_path + '\0');
+  uint64_t addr = t.proc->region->Put(t.tid, 4096 * static_cast<size_t>(arg & 3), *in_root + '\0');
   if (!addr) return Decision::Emulate(-ENAMETOOLONG);
   auto it = pending_.find(t.tid);
   if (it == pending_.end() || it->second.kind != Pending::Kind::kRestore) {
@@ -391,12 +422,14 @@ Decision MountHandler::RunOnTargetOr(Target& target, const PathBody& body, const
     // A link or ".." left the mount: the rest of the walk continues from there.
     if (hops == mounts::kMaxEscapes) return Decision::Emulate(-ELOOP);
     const std::string& rest = o.status.escaped_path();
-    auto next = resolver_.ContinueOnHost(*m.mount, rest);
+    auto next = resolver_.ContinueOnHost(*m.mount, EscapeFrom(target, rest));
     if (!next.ok()) return Decision::Emulate(-next.status().error());
     if (next->is_host() && target.host_links) {
       // The rest as written, from where it left: a host link on it may lead into a mount.
-      const std::string abs = rest[0] == '/' ? rest : m.mount->host_point + "/" + rest;
-      if (auto in = host_links_.IntoMount(abs, target.follow_last)) {
+      // (An absolute one is the process's already, from its root: LinksIntoMount maps it back.)
+      const std::string abs =
+          rest[0] == '/' ? HostPathInRoot(target.root, rest) : m.mount->host_point + "/" + rest;
+      if (auto in = LinksIntoMount(target.root, abs, target.follow_last)) {
         if (!in->ok()) return Decision::Emulate(-in->status().error());
         next = std::move(*in);
       }

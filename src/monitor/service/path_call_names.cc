@@ -210,7 +210,7 @@ Decision ServedPathCall::Pair() {
       if (o.kind == CallOutcome::Kind::kConflict) return h.Conflict();
       if (out.empty()) break;  // the directory is in the mount
       out += "/" + std::string(schema::BaseName(path)) + (x.trailing_slash ? "/" : "");
-      auto next = h.resolver_.ContinueOnHost(*x.mfs->mount, out);
+      auto next = h.resolver_.ContinueOnHost(*x.mfs->mount, h.EscapeFrom(x, out));
       if (!next.ok()) return Decision::Emulate(-next.status().error());
       moved = true;
       x.path = next->path;
