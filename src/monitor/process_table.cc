@@ -39,6 +39,8 @@ Thread& ProcessTable::AddChild(Thread& parent, pid_t tid, unsigned long flags) {
     slot->tid = tid;
     slot->state = Thread::State::kAwaitingStart;
   }
+  // fork copies the parent's memory; CLONE_VM (threads, vfork) shares it.
+  slot->memory = (flags & CLONE_VM) ? parent.memory : std::make_shared<AddressSpace>();
   if (flags & CLONE_THREAD) {
     slot->proc = parent.proc;
   } else {
@@ -85,6 +87,7 @@ Thread& ProcessTable::OnExec(pid_t tid, pid_t former_tid) {
   }
   moved->tid = tid;
   moved->state = Thread::State::kRunning;
+  moved->memory = std::make_shared<AddressSpace>();  // exec leaves a vfork parent's memory
   Process& p = *moved->proc;
   p.tgid = tid;
   p.fds = std::make_shared<FdTable>(*p.fds);  // exec unshares a table shared by CLONE_FILES

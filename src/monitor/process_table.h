@@ -47,6 +47,11 @@ struct Process {
   ~Process();
 };
 
+// One address space: a Thread holds it, with every task that shares its memory (its threads,
+// a CLONE_VM child), so the holders' count says whether another task could change the memory
+// while the monitor looks at a call's arguments.
+struct AddressSpace {};
+
 struct Thread {
   enum class State {
     kRunning,        // resumed by the monitor
@@ -55,6 +60,9 @@ struct Thread {
   };
   pid_t tid = 0;
   std::shared_ptr<Process> proc;
+  std::shared_ptr<AddressSpace> memory = std::make_shared<AddressSpace>();
+  // Another traced task shares this one's memory.
+  bool SharesMemory() const { return memory.use_count() > 1; }
   State state = State::kRunning;
   bool want_exit_stop = false;  // resume with PTRACE_SYSCALL to see this call's exit
   bool starting = false;        // the command's process before its exec: not traced yet

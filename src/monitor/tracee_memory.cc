@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <string>
 
@@ -62,7 +63,45 @@ size_t WritePartial(Process& p, uint64_t addr, const void* buf, size_t len) {
   return done;
 }
 
+namespace {
+// The snapshot of the call being served, and its process.
+const StringSnapshot* g_snapshot = nullptr;
+const Process* g_snapshot_of = nullptr;
+}  // namespace
+
+StringSnapshot::Scope::Scope(StringSnapshot& s, const Process& p) {
+  g_snapshot = &s;
+  g_snapshot_of = &p;
+}
+
+StringSnapshot::Scope::~Scope() {
+  g_snapshot = nullptr;
+  g_snapshot_of = nullptr;
+}
+
+int StringSnapshot::Take(Process& p, uint64_t addr) {
+  if (Find(addr)) return 0;
+  std::string s;
+  if (int err = ReadString(p, addr, PATH_MAX, &s)) return err;
+  strings_.emplace_back(addr, std::move(s));
+  return 0;
+}
+
+const std::string* StringSnapshot::Find(uint64_t addr) const {
+  for (const auto& [at, s] : strings_) {
+    if (at == addr) return &s;
+  }
+  return nullptr;
+}
+
 int ReadString(Process& p, uint64_t addr, size_t max, std::string* out) {
+  if (g_snapshot_of == &p) {
+    if (const std::string* kept = g_snapshot->Find(addr)) {
+      if (kept->size() >= max) return ENAMETOOLONG;
+      *out = *kept;
+      return 0;
+    }
+  }
   out->clear();
   int fd = MemFd(p);
   if (fd < 0) return errno;

@@ -120,6 +120,12 @@ def parse_only(text):
 class Fuzzer:
     def __init__(self, args):
         self.mode = args.mode
+        self.threaded = args.threaded
+        self.no_flink = args.no_flink
+        # amino run itself as 65534 (implies --user): no mount namespace of the monitor's own.
+        self.user_monitor = args.user_monitor
+        if self.user_monitor:
+            args.user = True
         self.user = args.user
         self.program = os.environ.get("AMINO_FUZZ_PROGRAM")
         self.amino = os.environ.get("AMINO")
@@ -153,7 +159,11 @@ class Fuzzer:
         # given (the pass-through modes), never in the real home directory.
         home = os.path.join(self.root, "home")
         os.mkdir(home)
+        if self.user_monitor:
+            os.chown(home, NOBODY, NOBODY)
         self.env = dict(ENV, HOME=home)
+        if self.user_monitor and (self.mount_flags is not None or self.mode == "native"):
+            usage("--user-monitor is for the modes without a mount of the test's own")
         if self.mount_flags is not None and self.mount_db is None:
             self.mount_db = os.path.join(self.root, "fs")
             os.mkdir(self.mount_db)
@@ -216,6 +226,10 @@ class Fuzzer:
             args += ["--only", only_text(only)]
         if self.portable:
             args.append("--portable")
+        if self.threaded:
+            args.append("--threaded")
+        if self.no_flink:
+            args.append("--no-flink")
         return (AS_NOBODY if self.user else []) + args
 
     def listing(self, scratch):
@@ -238,8 +252,11 @@ class Fuzzer:
             return Side(status, lines, err, self.listing(b))
         if self.mount_db is None:
             argv = [self.amino, "run", *MODE_FLAGS[self.mode], "--"]
-            status, lines, err = self.execute(argv + self.program_args(seed, ops, only, b),
-                                              f"{self.mode} run")
+            program = self.program_args(seed, ops, only, b)
+            if self.user_monitor:
+                argv = AS_NOBODY + argv
+                program = program[len(AS_NOBODY):]
+            status, lines, err = self.execute(argv + program, f"{self.mode} run")
             return Side(status, lines, err, self.listing(b))
         # An Amino mount: a fresh file system on the scratch directory, its root a copy of the
         # empty scratch directory (owner, mode, times), as the native side starts from.
@@ -380,12 +397,16 @@ class Fuzzer:
         return "\n".join(report)
 
     def label(self):
-        return self.mode + (" (user 65534)" if self.user else "")
+        return (self.mode + (" (user 65534)" if self.user else "") +
+                (" (monitor 65534)" if self.user_monitor else "") +
+                (" (threaded)" if self.threaded else ""))
 
     def reproduce(self, seed, ops, only):
         return (f"AMINO={self.amino} AMINO_FUZZ_PROGRAM={self.program} "
                 f"{sys.executable} {os.path.abspath(__file__)} --mode {self.mode}"
-                f"{' --user' if self.user else ''} --seed {seed} --ops {ops}"
+                f"{' --user' if self.user else ''}{' --user-monitor' if self.user_monitor else ''}"
+                f"{' --threaded' if self.threaded else ''}{' --no-flink' if self.no_flink else ''}"
+                f" --seed {seed} --ops {ops}"
                 f" --only {only_text(only)}")
 
 
@@ -394,6 +415,12 @@ def main():
     parser.add_argument("--mode", required=True, help="one of: " + ", ".join(MODE_FLAGS) +
                         ", " + ", ".join(MOUNT_FLAGS) + ", mount:DBDIR")
     parser.add_argument("--user", action="store_true", help="run fuzz_ops as uid/gid 65534")
+    parser.add_argument("--user-monitor", action="store_true",
+                        help="run amino itself as uid/gid 65534 too (pass-through modes)")
+    parser.add_argument("--no-flink", action="store_true",
+                        help="linkat never gets AT_EMPTY_PATH (README: the host emulation's opens)")
+    parser.add_argument("--threaded", action="store_true",
+                        help="fuzz_ops runs a second, idle thread (a task sharing its memory)")
     parser.add_argument("--seeds", default="10", help="N (1..N), A-B or A,B,C")
     parser.add_argument("--seed", type=int, help="this one seed (overrides --seeds)")
     parser.add_argument("--ops", type=int, default=300, help="operations per seed")

@@ -10,6 +10,7 @@
 // so the listed ones are the same as in the full sequence (this is how failures are shrunk).
 // --portable leaves out what only the same file-system type reproduces (regular files' block
 // counts, data extents, directory offsets), for comparing the host with an Amino mount.
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,7 +32,8 @@ using amino::fuzz::Canon;
 [[noreturn]] void Usage(const char* why) {
   fprintf(stderr,
           "fuzz_ops: %s\nusage: fuzz_ops --seed S --ops N --dir SCRATCH [--only LIST] "
-          "[--portable] [--no-tree]\n       fuzz_ops --list-only --dir SCRATCH [--portable]\n",
+          "[--portable] [--no-tree] [--threaded] [--no-flink]\n       fuzz_ops --list-only --dir "
+          "SCRATCH [--portable]\n",
           why);
   exit(2);
 }
@@ -65,7 +67,7 @@ int main(int argc, char** argv) {
   unsigned long long seed = 0;
   long count = -1;
   const char* dir = nullptr;
-  bool only_given = false, list_only = false, tree = true;
+  bool only_given = false, list_only = false, tree = true, threaded = false, no_flink = false;
   std::set<int> only;
   Canon canon;
   for (int i = 1; i < argc; ++i) {
@@ -89,6 +91,10 @@ int main(int argc, char** argv) {
       list_only = true;
     } else if (a == "--no-tree") {
       tree = false;
+    } else if (a == "--threaded") {
+      threaded = true;
+    } else if (a == "--no-flink") {
+      no_flink = true;
     } else {
       Usage(("unknown argument " + a).c_str());
     }
@@ -107,11 +113,33 @@ int main(int argc, char** argv) {
     fprintf(stderr, "fuzz_ops: getcwd: %s\n", strerror(errno));
     return 2;
   }
+  if (threaded) {
+    // A second thread that only waits: the calls come from a task whose memory another task
+    // shares, which a monitor may treat differently (another thread could change a path).
+    pthread_t idle;
+    if (pthread_create(
+            &idle, nullptr,
+            [](void*) -> void* {
+              for (;;) pause();
+            },
+            nullptr) != 0) {
+      fprintf(stderr, "fuzz_ops: pthread_create failed\n");
+      return 2;
+    }
+  }
   if (!list_only) {
     umask(022);  // the same starting point whatever the caller's
     printf("# seed %llu ops %ld uid %u gid %u\n", seed, count, getuid(), getgid());
     amino::fuzz::Executor exec(root, canon);
-    const std::vector<amino::fuzz::Op> ops = amino::fuzz::Generate(seed, static_cast<int>(count));
+    std::vector<amino::fuzz::Op> ops = amino::fuzz::Generate(seed, static_cast<int>(count));
+    if (no_flink) {
+      // linkat(fd, "", ..., AT_EMPTY_PATH) without CAP_DAC_READ_SEARCH takes the opener's
+      // credentials, which a file a monitor opened for the program does not carry: such
+      // linkats become plain ones of "" (ENOENT), the rest of the sequence unchanged.
+      for (amino::fuzz::Op& op : ops) {
+        if (op.kind == amino::fuzz::Kind::kLinkat) op.a &= ~static_cast<int64_t>(AT_EMPTY_PATH);
+      }
+    }
     for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
       if (only_given && !only.count(i)) continue;
       printf("%d %s\n", i, exec.Run(ops[static_cast<size_t>(i)]).c_str());

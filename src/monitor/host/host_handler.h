@@ -40,6 +40,10 @@ class HostHandler : public CallHandler {
   // (/proc shows the directory, fchdir and getdents are the kernel's).
   Decision OpenInstead(SyscallRegs& call, const std::string& host_path, const open_how& how,
                        const Creds& c);
+  // The same for `path` relative to the tracee `t`'s directory descriptor `dirfd` (or its cwd),
+  // walked from there as the kernel would (ResolveDirFd); an absolute `path` is the host's.
+  Decision OpenInstead(Thread& t, SyscallRegs& call, int dirfd, const std::string& path,
+                       const open_how& how, const Creds& c);
   // Any other notified call whose path arguments the caller replaced (`with`) by absolute host
   // paths in the shared region: performed, on paths under /proc, /sys and /dev too (which
   // OnEntry leaves to the kernel). A call that is not a path call fails with ENOSYS, never
@@ -76,6 +80,9 @@ class HostHandler : public CallHandler {
   Decision Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t path_addr, const open_how& how);
   // Under notification: the tracee gets its descriptor from the listener.
   Decision OpenNotified(Thread& t, SyscallRegs& call, int hfd, int flags);
+  // OpenInstead's open of `path` relative to the monitor's descriptor `dfd` (or AT_FDCWD).
+  Decision OpenAt(SyscallRegs& call, int dfd, const std::string& path, const open_how& how,
+                  const Creds& c);
   Decision OpenSpecialNotified(SyscallRegs& call, int dfd, const std::string& path, int flags,
                                const struct stat& st, const Creds& c);
   Decision Fcntl(Thread& t, SyscallRegs& call);

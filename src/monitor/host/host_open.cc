@@ -136,25 +136,39 @@ Decision HostHandler::Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t pat
 
 Decision HostHandler::OpenInstead(SyscallRegs& call, const std::string& host_path,
                                   const open_how& how, const Creds& c) {
+  return OpenAt(call, AT_FDCWD, host_path, how, c);
+}
+
+Decision HostHandler::OpenInstead(Thread& t, SyscallRegs& call, int dirfd, const std::string& path,
+                                  const open_how& how, const Creds& c) {
+  ScopedFd holder;
+  const int dfd = ResolveDirFd(t, dirfd, path, holder);
+  if (dfd < 0 && dfd != AT_FDCWD) return Decision::Emulate(dfd);
+  return OpenAt(call, dfd, path, how, c);
+}
+
+Decision HostHandler::OpenAt(SyscallRegs& call, int dfd, const std::string& path,
+                             const open_how& how, const Creds& c) {
   ClearOwnUmask();
   const int flags = static_cast<int>(how.flags);
   {
     AsTracee as(c);
     struct stat st;
-    if (fstatat(AT_FDCWD, host_path.c_str(), &st, (flags & O_NOFOLLOW) ? AT_SYMLINK_NOFOLLOW : 0) ==
-            0 &&
+    if (fstatat(dfd, path.c_str(), &st, (flags & O_NOFOLLOW) ? AT_SYMLINK_NOFOLLOW : 0) == 0 &&
         S_ISFIFO(st.st_mode)) {
-      return OpenSpecialNotified(call, AT_FDCWD, host_path, flags, st, c);
+      return OpenSpecialNotified(call, dfd, path, flags, st, c);
     }
   }
   int fd;
   {
     AsTracee as(c);
     // Never the monitor's controlling terminal; close-on-exec is the tracee's to ask for.
+    // (openat2 refuses any flag beside O_PATH's own, and an O_PATH open opens no terminal.)
     open_how host = how;
-    host.flags = (host.flags | O_NOCTTY) & ~static_cast<uint64_t>(O_CLOEXEC);
+    if (!(host.flags & O_PATH)) host.flags |= O_NOCTTY;
+    host.flags &= ~static_cast<uint64_t>(O_CLOEXEC);
     host.mode &= ~static_cast<uint64_t>(c.umask);
-    fd = static_cast<int>(syscall(SYS_openat2, AT_FDCWD, host_path.c_str(), &host, sizeof host));
+    fd = static_cast<int>(syscall(SYS_openat2, dfd, path.c_str(), &host, sizeof host));
     if (fd < 0) return Decision::Emulate(-errno);
   }
   ScopedFd owned(fd);

@@ -27,6 +27,7 @@
 // served_file.cc is a descriptor's open file, user_txn.cc the application transactions.
 #pragma once
 
+#include <linux/openat2.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -56,6 +57,7 @@
 #include "monitor/service/shared_mappings.h"
 #include "monitor/service/user_txn.h"
 #include "monitor/syscall_table.h"
+#include "monitor/tracee_memory.h"
 #include "monitor/txn_control.h"
 #include "schema/cred.h"
 
@@ -90,6 +92,10 @@ enum class LastName {
   kNever,   // never, slash or not: the call makes or removes the name (mkdir, unlink, rmdir,
             // rename, mknod, the new name of symlink and link, bind)
 };
+
+// Whether the call may create, change or remove the file its path names (path_pin.cc): an
+// open for writing or creation, mkdir, rename, unlink, chmod, utimes, setxattr and the like.
+bool MayChangeNamedFile(const SyscallRegs& call);
 
 // How transactions end (amino run --durability, --lock-timeout).
 struct ServiceOptions {
@@ -264,6 +270,14 @@ class MountHandler : public CallHandler, public TxnControl {
   int ThroughProcLink(Thread& t, const std::string& path, std::string* out);
   // The thread a /proc path's PID names (0: `t`), when the monitor traces it; else nullptr.
   Thread* ProcLinkOwner(Thread& t, pid_t pid);
+  // The open_how of a notified open, openat, creat or openat2 (0, or EFAULT).
+  int OpenHowOfCall(Thread& t, const SyscallRegs& call, open_how* how);
+  // --- path_pin.cc: for a task whose memory another task shares, the path arguments of a call
+  // that may change what they name are read once (TakePaths, into the snapshot ReadString
+  // answers from while the call is served); a call then let through to the kernel is given
+  // those bytes (PinPaths: through the shared region, or made by the monitor when notified).
+  void TakePaths(Thread& t, const SyscallRegs& call, StringSnapshot* snapshot);
+  Decision PinPaths(Thread& t, SyscallRegs& call, const StringSnapshot& snapshot);
   // The call goes to the kernel with `host_path` as path argument `arg`.
   // A chdir given a substitute is still seen at its exit, where the kernel's cwd changed.
   Decision Substitute(Thread& t, SyscallRegs& call, int arg, const std::string& host_path);

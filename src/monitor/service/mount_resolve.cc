@@ -349,17 +349,7 @@ Decision MountHandler::Substitute(Thread& t, SyscallRegs& call, int arg,
     const long nr = call.nr();
     if (nr == SYS_open || nr == SYS_openat || nr == SYS_creat || nr == SYS_openat2) {
       open_how how{};
-      if (nr == SYS_openat2) {
-        if (ReadMemory(*t.proc, call.arg(2), &how, sizeof how) != 0) {
-          return Decision::Emulate(-EFAULT);
-        }
-      } else if (nr == SYS_creat) {
-        how = calls::OpenHowOf(O_CREAT | O_WRONLY | O_TRUNC, static_cast<mode_t>(call.arg(1)));
-      } else {
-        const int at = nr == SYS_openat ? 1 : 0;
-        how = calls::OpenHowOf(static_cast<unsigned>(call.arg(at + 1)),
-                               static_cast<mode_t>(call.arg(at + 2)));
-      }
+      if (int err = OpenHowOfCall(t, call, &how)) return Decision::Emulate(-err);
       return host_.OpenInstead(call, host_path, how, HostCredsOf(t));
     }
     if (!t.proc->region) return Decision::Emulate(-ENOMEM);

@@ -84,7 +84,16 @@ Decision MountHandler::OnEntry(Thread& t, SyscallRegs& call) {
   }
   CloseDeferred();
   const uint64_t calls_before = CallsRun();
+  // Another task sharing the memory could rewrite a path between the monitor's look and the
+  // kernel's: its bytes are read once, and a call let through gets those (path_pin.cc).
+  StringSnapshot paths;
+  std::optional<StringSnapshot::Scope> pinned;
+  if (t.SharesMemory() && MayChangeNamedFile(call)) {
+    TakePaths(t, call, &paths);
+    pinned.emplace(paths, *t.proc);
+  }
   Decision d = txns_.Current(t.tid) == 0 ? ServePlain(t, call) : ServeInTxn(t, call);
+  if (pinned && d.kind == Decision::Kind::kPass && !paths.empty()) d = PinPaths(t, call, paths);
   if (external_ && MayBeObservedOutside(call)) {
     // Performed by the kernel, or by the host emulation (no schema call ran): output that
     // may depend on commits waits until they are on disk.
