@@ -93,7 +93,9 @@ int Tracer::Run() {
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGHUP, &sa, nullptr);
 
-  handler_.SetExitSink([this](pid_t tid, int status) { HandleExit(tid, status); });
+  // Not handled on the spot: the handler that ran the call still holds the task's record.
+  handler_.SetExitSink(
+      [this](pid_t tid, int status) { exits_meanwhile_.emplace_back(tid, status); });
   handler_.SetProcessTable(&table_);
   if (options_.backend == Backend::kNotify) {
     handler_.SetListener(&listener_);
@@ -178,7 +180,16 @@ void Tracer::HandleBatch(pid_t first, int first_status) {
       HandleStop(tid, status);
     }
   }
+  HandleExitsMeanwhile();
   stats_.AddMonitorNanos(MonotonicNs() - t0);
+}
+
+void Tracer::HandleExitsMeanwhile() {
+  while (!exits_meanwhile_.empty()) {
+    std::vector<std::pair<pid_t, int>> exits;
+    exits.swap(exits_meanwhile_);
+    for (auto [tid, status] : exits) HandleExit(tid, status);
+  }
 }
 
 void Tracer::ForwardPendingSignals() {

@@ -50,6 +50,9 @@ class Tracer {
                                 const std::vector<std::string>& covered, int sync_fd);
   void HandleStop(pid_t tid, int status);
   void HandleExit(pid_t tid, int status);
+  // Exits that calls the monitor ran in a tracee saw (a task killed while the monitor made a
+  // call in it): handled once the handler that made the call is done with the task.
+  void HandleExitsMeanwhile();
   // tracer_syscalls.cc: a syscall stop (entry or exit), or a seccomp stop (an entry).
   void OnSyscallStop(Thread& t, bool seccomp);
   void OnCallEntry(Thread& t, SyscallRegs& call, bool seccomp);
@@ -125,6 +128,7 @@ class Tracer {
   std::set<long> notified_;                   // those the filter hands over by notification
   ParkedCalls parked_;                        // threads whose call waits (a lock, a pipe)
   std::vector<std::pair<pid_t, int>> batch_;  // stops collected by one round of waitpid
+  std::vector<std::pair<pid_t, int>> exits_meanwhile_;
   ptrace_ext::NotifyListener listener_;
   bool sync_wake_up_ = false;
   bool colocation_ = false;  // the monitor may use several CPUs (ptrace-ext/cpu_colocation.h)

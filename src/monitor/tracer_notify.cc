@@ -123,6 +123,7 @@ void Tracer::PollLoop() {
     if ((pf[1].revents & POLLIN) || listener_.deferred()) {
       const uint64_t t0 = MonotonicNs();
       OnNotification();
+      HandleExitsMeanwhile();
       stats_.AddMonitorNanos(MonotonicNs() - t0);
     } else if (pf[1].revents & (POLLHUP | POLLERR | POLLNVAL)) {
       listening = false;  // no task is left under the filter

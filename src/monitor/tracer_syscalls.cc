@@ -219,6 +219,7 @@ void Tracer::RetryParked() {
     }
     Dispatch(*t, call, t->parked_seccomp);
   }
+  HandleExitsMeanwhile();
   parked_.EndRetries();
 }
 
