@@ -36,10 +36,21 @@ bool WalkerDependent(const std::string& abs) {
 // root, or one the program made), a call the monitor makes would walk other mounts, and a
 // descriptor it opened would belong to its own mounts (linkat from it: EXDEV).
 bool SameMountNamespace(pid_t tid) {
-  struct stat mine, theirs;
-  return stat("/proc/self/ns/mnt", &mine) == 0 &&
+  // The monitor's own never changes: it makes no namespace of its own after the start.
+  static const struct stat mine = [] {
+    struct stat st {};
+    if (stat("/proc/self/ns/mnt", &st) != 0) st.st_ino = 0;
+    return st;
+  }();
+  struct stat theirs;
+  return mine.st_ino != 0 &&
          stat(("/proc/" + std::to_string(tid) + "/ns/mnt").c_str(), &theirs) == 0 &&
          mine.st_ino == theirs.st_ino && mine.st_dev == theirs.st_dev;
+}
+
+// The directory descriptor path slot `slot` is relative to (AT_FDCWD for the cwd).
+int DirFdOf(const SyscallRegs& call, const PathSlot& slot) {
+  return slot.dirfd_arg < 0 ? AT_FDCWD : static_cast<int>(call.arg(slot.dirfd_arg));
 }
 
 }  // namespace
@@ -145,8 +156,7 @@ Decision MountHandler::PinPaths(Thread& t, SyscallRegs& call, const StringSnapsh
   SyscallRegs with = call;
   std::string paths[2];
   for (int i = 0; i < n; ++i) {
-    const int dirfd =
-        slots[i].dirfd_arg < 0 ? AT_FDCWD : static_cast<int>(call.arg(slots[i].dirfd_arg));
+    const int dirfd = DirFdOf(call, slots[i]);
     std::string named;  // the host path named, for the check below
     if (given[i][0] == '/') {
       paths[i] = named = HostPathInRoot(root, given[i]);
@@ -177,9 +187,7 @@ Decision MountHandler::PinPaths(Thread& t, SyscallRegs& call, const StringSnapsh
     // O_PATH description cannot be handed over (SECCOMP_IOCTL_NOTIF_ADDFD refuses it) and
     // changes nothing. Both are left to the kernel.
     if (how.resolve || (how.flags & O_PATH)) return Decision::Pass();
-    const int dirfd =
-        slots[0].dirfd_arg < 0 ? AT_FDCWD : static_cast<int>(call.arg(slots[0].dirfd_arg));
-    return host_.OpenInstead(t, call, dirfd, paths[0], how, HostCredsOf(t));
+    return host_.OpenInstead(t, call, DirFdOf(call, slots[0]), paths[0], how, HostCredsOf(t));
   }
   return host_.PerformInstead(t, with, HostCredsOf(t));
 }
