@@ -164,7 +164,7 @@ Decision MountHandler::Chroot(Thread& t, SyscallRegs& call) {
   t.proc->fs->root_changed = true;
   std::string path;
   if (ReadString(*t.proc, call.arg(0), PATH_MAX, &path) != 0) return Decision::Pass();
-  const bool virtual_base = !path.empty() && path[0] != '/' && t.proc->fs->cwd.is_virtual();
+  const bool virtual_base = WalkStartsInMount(t, AT_FDCWD, path);
   Target target;
   if (int err = Resolve(t, AT_FDCWD, path, false, LastName::kFollow, &target)) {
     return virtual_base ? Decision::Emulate(err) : Decision::Pass();

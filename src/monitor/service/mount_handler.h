@@ -392,6 +392,9 @@ class MountHandler : public CallHandler, public TxnControl {
   // mount, umount2, pivot_root, open_tree, move_mount, fspick, mount_setattr: EINVAL when a
   // path they name is in a mount.
   Decision KernelMountCall(Thread& t, SyscallRegs& call);
+  // Whether the walk of `path` from `dirfd` starts inside a mount (a relative path from a
+  // virtual cwd or a served directory): the monitor then answers for it, errors included.
+  bool WalkStartsInMount(Thread& t, int dirfd, const std::string& path);
   // name_to_handle_at: a file in a mount has no kernel handle (EOPNOTSUPP, as a file system
   // without export operations answers); elsewhere the kernel's.
   Decision NameToHandle(Thread& t, SyscallRegs& call);

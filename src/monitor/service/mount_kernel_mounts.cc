@@ -68,9 +68,7 @@ Decision MountHandler::KernelMountCall(Thread& t, SyscallRegs& call) {
     Target target;
     if (int err = Resolve(t, p.dirfd, path, false, LastName::kFollow, &target)) {
       // A path the monitor must answer for (a virtual cwd or directory) but cannot resolve.
-      const bool served_base = path[0] != '/' && (p.dirfd == AT_FDCWD ? t.proc->fs->cwd.is_virtual()
-                                                                      : !!ServedOf(t, p.dirfd));
-      if (served_base) return Decision::Emulate(err);
+      if (WalkStartsInMount(t, p.dirfd, path)) return Decision::Emulate(err);
       continue;
     }
     if (target.kind != Target::Kind::kHost) return Decision::Emulate(-EINVAL);
@@ -78,19 +76,21 @@ Decision MountHandler::KernelMountCall(Thread& t, SyscallRegs& call) {
   return Decision::Pass();
 }
 
+bool MountHandler::WalkStartsInMount(Thread& t, int dirfd, const std::string& path) {
+  if (path.empty() || path[0] == '/') return false;
+  return dirfd == AT_FDCWD ? t.proc->fs->cwd.is_virtual() : !!ServedOf(t, dirfd);
+}
+
 Decision MountHandler::NameToHandle(Thread& t, SyscallRegs& call) {
   const int dirfd = static_cast<int>(call.arg(0));
   const int flags = static_cast<int>(call.arg(4));
   std::string path;
   if (ReadString(*t.proc, call.arg(1), PATH_MAX, &path) != 0) return Decision::Pass();
-  // The monitor answers for a walk that starts in a mount; the kernel for the others.
-  const bool served_base =
-      !path.empty() && path[0] != '/' &&
-      (dirfd == AT_FDCWD ? t.proc->fs->cwd.is_virtual() : !!ServedOf(t, dirfd));
   Target target;
   const LastName last = flags & AT_SYMLINK_FOLLOW ? LastName::kFollow : LastName::kLookUp;
   if (int err = Resolve(t, dirfd, path, flags & AT_EMPTY_PATH, last, &target)) {
-    return served_base ? Decision::Emulate(err) : Decision::Pass();
+    // The monitor answers for a walk that starts in a mount; the kernel for the others.
+    return WalkStartsInMount(t, dirfd, path) ? Decision::Emulate(err) : Decision::Pass();
   }
   if (target.kind == Target::Kind::kHost) return Decision::Pass();
   return Decision::Emulate(-EOPNOTSUPP);
