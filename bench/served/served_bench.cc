@@ -270,6 +270,15 @@ const std::vector<Kind>& Kinds() {
              constexpr int kTarget = 200;
              return Sys(SYS_dup2, f.fd, kTarget) == kTarget && Sys(SYS_close, kTarget) == 0;
            }},
+      {.name = "dupfd",
+       .what = "fcntl F_DUPFD_CLOEXEC of an open file to the lowest free number + close (2 "
+               "calls; Python's os.dup, find's walk)",
+       .setup = OpenSmall,
+       .op =
+           [](Fixture& f, int) {
+             const long copy = Sys(SYS_fcntl, f.fd, F_DUPFD_CLOEXEC, 0);
+             return copy >= 0 && Sys(SYS_close, copy) == 0;
+           }},
       {.name = "fcntl-setfd",
        .what = "fcntl F_SETFD FD_CLOEXEC of an open file",
        .setup = OpenSmall,

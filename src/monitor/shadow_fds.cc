@@ -69,8 +69,11 @@ Decision DupAtNotification(Thread& t, const SyscallRegs& call, ptrace_ext::Notif
                            const std::function<void(OpenFile&)>& on_replace) {
   const long nr = call.nr();
   const int old_fd = static_cast<int>(call.arg(0));
-  const int new_fd = nr == SYS_dup ? -1 : static_cast<int>(call.arg(1));
-  const uint64_t flags = nr == SYS_dup3 ? call.arg(2) : 0;
+  // dup and fcntl's copies (notified only with a zero minimum) take the lowest free number.
+  const bool lowest = nr == SYS_dup || nr == SYS_fcntl;
+  const int new_fd = lowest ? -1 : static_cast<int>(call.arg(1));
+  uint64_t flags = nr == SYS_dup3 ? call.arg(2) : 0;
+  if (nr == SYS_fcntl && static_cast<int>(call.arg(1)) == F_DUPFD_CLOEXEC) flags = O_CLOEXEC;
   auto& files = t.proc->fds->files;
   auto old_it = files.find(old_fd);
   auto new_it = new_fd >= 0 ? files.find(new_fd) : files.end();
@@ -81,7 +84,7 @@ Decision DupAtNotification(Thread& t, const SyscallRegs& call, ptrace_ext::Notif
     return Decision::Pass();
   }
   if ((flags & ~static_cast<uint64_t>(O_CLOEXEC)) != 0 || old_fd == new_fd ||
-      (nr != SYS_dup && new_fd < 0)) {
+      (!lowest && new_fd < 0)) {
     // EINVAL (dup3's flags or equal numbers), dup2's no-op, EBADF (a number above any
     // RLIMIT_NOFILE): nothing changes.
     return Decision::Pass();

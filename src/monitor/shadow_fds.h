@@ -29,7 +29,8 @@ void ApplyCloseRange(Thread& t, const SyscallRegs& call,
 // The inode of descriptor `fd` of task `tid` (0 when it is not open).
 ino_t InodeOfFd(pid_t tid, int fd);
 
-// dup, dup2 or dup3 (`call`) answered at its notification, with no ptrace stop. When neither
+// dup, dup2, dup3 or fcntl's F_DUPFD or F_DUPFD_CLOEXEC with a zero minimum (`call`) answered
+// at its notification, with no ptrace stop. When neither
 // descriptor is in the table the kernel runs it as made. Otherwise the monitor makes the copy
 // itself (the tracee's descriptor taken with pidfd_getfd, put in place with the listener's
 // ADDFD, at the given number for dup2 and dup3) and records it, so that no other thread's call

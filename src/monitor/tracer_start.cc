@@ -26,15 +26,28 @@ using ptrace_ext::Ptrace;
 
 namespace {
 
-// fcntl stops only to copy a descriptor (F_DUPFD, F_DUPFD_CLOEXEC: the handler sees the new
-// number at the exit); its other commands come by notification. The kernel reads the command
-// as 32 bits: the copies are matched on those, and the notified rules cover every other value.
+// fcntl stops only to copy a descriptor to a number at or above a given one (F_DUPFD and
+// F_DUPFD_CLOEXEC with a nonzero minimum: the handler sees the new number at the exit). A copy
+// to the lowest free number is answered at its notification, as dup is (DupAtNotification):
+// the listener's ADDFD takes the lowest free number, but it cannot be told a minimum. The
+// kernel reads the command and the minimum as 32 bits: the copies are matched on those, and
+// the notified rules cover every other command.
 void AddFcntlRules(std::vector<ptrace_ext::TrapRule>* rules) {
   using Cmp = ptrace_ext::TrapRule::Cmp;
   for (uint64_t cmd : {uint64_t{F_DUPFD}, uint64_t{F_DUPFD_CLOEXEC}}) {
-    ptrace_ext::TrapRule copy{SYS_fcntl, false};
-    copy.arg = 1, copy.mask = 0xffffffff, copy.value = cmd;
-    rules->push_back(copy);
+    for (bool lowest : {true, false}) {
+      ptrace_ext::TrapRule copy{SYS_fcntl, lowest};
+      copy.arg = 1, copy.mask = 0xffffffff, copy.value = cmd;
+      copy.arg2 = 2;
+      // The minimum's whole register is compared, so that the two rules never both match: a
+      // zero minimum with garbage in the upper half stops, and its exit is seen all the same.
+      if (lowest) {
+        copy.mask2 = ~uint64_t{0}, copy.value2 = 0;
+      } else {
+        copy.cmp2 = Cmp::kGreater, copy.value2 = 0;
+      }
+      rules->push_back(copy);
+    }
   }
   for (Cmp cmp : {Cmp::kLess, Cmp::kGreater}) {
     ptrace_ext::TrapRule other{SYS_fcntl, true};

@@ -24,6 +24,11 @@ struct TrapRule {
   // which outranks every other filter's trace and notify actions).
   int refuse = 0;
   Cmp cmp = Cmp::kMaskedEq;  // how `arg` is compared (above)
+  // A second argument the rule also compares (both must hold), as `arg` is; -1: none.
+  int arg2 = -1;
+  Cmp cmp2 = Cmp::kMaskedEq;
+  uint64_t mask2 = 0;
+  uint64_t value2 = 0;
 };
 
 // PTRACE_GETEVENTMSG at a seccomp stop says whose stop it is: the monitor's filter trapped an

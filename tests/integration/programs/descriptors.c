@@ -73,6 +73,26 @@ int main(void) {
          !!(fcntl(b, F_GETFL) & O_APPEND), !!(fcntl(b, F_GETFD) & FD_CLOEXEC));
   put(b, "+");
   show("appended through dup", "offsets.txt");
+
+  // fcntl's copies: the lowest free number (or the lowest at or above a minimum), their own
+  // close-on-exec flag, the offset shared with the original.
+  close(b);
+  int d0 = fcntl(a, F_DUPFD_CLOEXEC, 0);
+  int d1 = fcntl(a, F_DUPFD, 0);
+  int d2 = fcntl(a, F_DUPFD_CLOEXEC, 20);
+  printf("%-40s %s %s %s\n", "fcntl copies at the lowest free number", d0 == b ? "reused" : "other",
+         d1 > d0 ? "next" : "other", d2 == 20 ? "at 20" : "other");
+  printf("%-40s %d %d %d\n", "  their close-on-exec flags", fcntl(d0, F_GETFD), fcntl(d1, F_GETFD),
+         fcntl(d2, F_GETFD));
+  lseek(d1, 2, SEEK_SET);
+  printf("%-40s %ld %ld\n", "  offset moved through one, seen by two", (long)lseek(a, 0, SEEK_CUR),
+         (long)lseek(d2, 0, SEEK_CUR));
+  printf("%-40s %s\n", "  fcntl copy of a closed number",
+         fcntl(d0 + 100, F_DUPFD, 0) < 0 ? strerrorname_np(errno) : "ok");
+  close(d0);
+  close(d1);
+  close(d2);
+  b = dup(a);
   close(a);
   close(b);
   close(c);
