@@ -55,12 +55,12 @@ class CallHandler {
   virtual ~CallHandler() = default;
   // At the entry of a trapped call; `call` may be changed (argument rewriting) when the
   // decision is kPass or kObserveExit. A notified call (call.notified) allows only kPass,
-  // kEmulate, kPark and kReplied.
+  // kEmulate, kPark and kReplied, and kObserveExit for a call that neither waits nor restarts
+  // (fcntl's copies): the kernel runs it as made, and the thread is interrupted on its way
+  // back to user space, where OnExit sees the result.
   virtual Decision OnEntry(Thread& t, SyscallRegs& call) = 0;
   // Whether the handler may need a ptrace stop for call `nr` (to rewrite registers, inject
   // calls or see the exit). The others reach it by notification when the backend offers it.
-  // For fcntl, true asks for a stop at F_DUPFD and F_DUPFD_CLOEXEC only (the commands that
-  // make a descriptor); its other commands still come by notification.
   virtual bool NeedsStop(long nr) const {
     (void)nr;
     return false;

@@ -39,14 +39,15 @@ std::optional<Decision> DescriptorCalls::OnEntry(Thread& t, const SyscallRegs& c
     case SYS_fcntl: {
       const int cmd = static_cast<int>(call.arg(1));
       if (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC) return std::nullopt;
-      if (call.notified && listener) {
-        // The filter notifies only a copy to the lowest free number (tracer_start.cc).
-        // Anything else is reported as the internal error it is.
-        if (static_cast<unsigned>(call.arg(2)) != 0) return Decision::ObserveExit();
-        return DupAtNotification(t, call, *listener, [&](OpenFile& f) { closing_(t, f); });
-      }
       std::shared_ptr<OpenFile> f = tracked(a0);
       if (!f) return Decision::Pass();
+      // A notified copy is made here when its number cannot change hands meanwhile: the
+      // lowest free one (ADDFD's own choice), or any when the caller alone uses its table.
+      // Otherwise the kernel makes it, and its number is read on the way back (ObserveExit).
+      const bool lowest = static_cast<unsigned>(call.arg(2)) == 0;
+      if (call.notified && listener && (lowest || !t.SharesFdTable())) {
+        return DupAtNotification(t, call, *listener, [&](OpenFile& file) { closing_(t, file); });
+      }
       return Observe(t, call, Pending::Kind::kDup, std::move(f), a0);
     }
     case SYS_dup:

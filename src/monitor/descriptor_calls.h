@@ -2,7 +2,8 @@
 // close_range, dup, dup2, dup3, fcntl's F_DUPFD and F_DUPFD_CLOEXEC, and descriptors passed in
 // SCM_RIGHTS messages (sendmsg, recvmsg). The kernel runs each call; the process's table
 // (process_table.h) takes the new numbers at the call's exit, or at once for a notified dup
-// (DupAtNotification), and a received placeholder becomes the file it stands for again. Both
+// (DupAtNotification; a notified fcntl copy in a shared table at the interrupt stop that
+// follows it), and a received placeholder becomes the file it stands for again. Both
 // handlers (the mount's and --emulate=host's) keep their table through one of these.
 #pragma once
 

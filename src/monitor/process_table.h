@@ -63,14 +63,18 @@ struct Thread {
   std::shared_ptr<AddressSpace> memory = std::make_shared<AddressSpace>();
   // Another traced task shares this one's memory.
   bool SharesMemory() const { return memory.use_count() > 1; }
+  // Another traced task shares this one's descriptor table: a thread of its process (only
+  // threads hold the process), or a process made with CLONE_FILES.
+  bool SharesFdTable() const { return proc.use_count() > 1 || proc->fds.use_count() > 1; }
   State state = State::kRunning;
-  bool want_exit_stop = false;  // resume with PTRACE_SYSCALL to see this call's exit
-  bool starting = false;        // the command's process before its exec: not traced yet
-  bool in_syscall = false;      // ptrace backend: between entry and exit stops
-  long pending_nr = -1;         // the call whose exit is awaited
-  bool parked_seccomp = false;  // a parked call was stopped by the filter (not PTRACE_SYSCALL)
-  long interrupted_nr = -1;     // a parked call given way to a signal: restarted at its exit
-  unsigned long stop_data = 0;  // the filter's data at the last seccomp stop
+  bool want_exit_stop = false;     // resume with PTRACE_SYSCALL to see this call's exit
+  bool exit_at_interrupt = false;  // a notified call's result is read at the interrupt stop
+  bool starting = false;           // the command's process before its exec: not traced yet
+  bool in_syscall = false;         // ptrace backend: between entry and exit stops
+  long pending_nr = -1;            // the call whose exit is awaited
+  bool parked_seccomp = false;     // a parked call was stopped by the filter (not PTRACE_SYSCALL)
+  long interrupted_nr = -1;        // a parked call given way to a signal: restarted at its exit
+  unsigned long stop_data = 0;     // the filter's data at the last seccomp stop
   unsigned long long pending_args[6] = {};
   // The last notified call the kernel was let to run (or failed with ERESTARTSYS as a kernel
   // wait fails). An ERESTARTSYS at a signal-delivery stop for that very call is the kernel's

@@ -65,13 +65,35 @@ ino_t InodeOfFd(pid_t tid, int fd) {
 
 namespace amino::monitor {
 
+namespace {
+
+// The lowest number at or above `min` free in the table of the process `pidfd` names, found by
+// asking for each number in turn (pidfd_getfd fails with EBADF on a free one); -errno.
+int LowestFreeFrom(int pidfd, int min) {
+  for (int fd = min; fd >= 0; ++fd) {
+    const int copy = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, fd, 0));
+    if (copy >= 0) {
+      close(copy);
+    } else if (errno == EBADF) {
+      return fd;
+    } else {
+      return -errno;
+    }
+  }
+  return -EMFILE;
+}
+
+}  // namespace
+
 Decision DupAtNotification(Thread& t, const SyscallRegs& call, ptrace_ext::NotifyListener& listener,
                            const std::function<void(OpenFile&)>& on_replace) {
   const long nr = call.nr();
   const int old_fd = static_cast<int>(call.arg(0));
-  // dup and fcntl's copies (notified only with a zero minimum) take the lowest free number.
+  // dup and fcntl's copies take the lowest free number (fcntl's at or above a minimum, which
+  // the kernel reads as 32 bits).
   const bool lowest = nr == SYS_dup || nr == SYS_fcntl;
-  const int new_fd = lowest ? -1 : static_cast<int>(call.arg(1));
+  const int min = nr == SYS_fcntl ? static_cast<int>(static_cast<unsigned>(call.arg(2))) : 0;
+  int new_fd = lowest ? -1 : static_cast<int>(call.arg(1));
   uint64_t flags = nr == SYS_dup3 ? call.arg(2) : 0;
   if (nr == SYS_fcntl && static_cast<int>(call.arg(1)) == F_DUPFD_CLOEXEC) flags = O_CLOEXEC;
   auto& files = t.proc->fds->files;
@@ -84,17 +106,26 @@ Decision DupAtNotification(Thread& t, const SyscallRegs& call, ptrace_ext::Notif
     return Decision::Pass();
   }
   if ((flags & ~static_cast<uint64_t>(O_CLOEXEC)) != 0 || old_fd == new_fd ||
-      (!lowest && new_fd < 0)) {
-    // EINVAL (dup3's flags or equal numbers), dup2's no-op, EBADF (a number above any
-    // RLIMIT_NOFILE): nothing changes.
+      (!lowest && new_fd < 0) || min < 0) {
+    // EINVAL (dup3's flags or equal numbers, a minimum above any RLIMIT_NOFILE), dup2's no-op,
+    // EBADF (a number above any RLIMIT_NOFILE): nothing changes.
     return Decision::Pass();
   }
   const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, t.proc->tgid, 0));
   if (pidfd < 0) return Decision::Emulate(-errno);
   const int copy = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, old_fd, 0));
   const int taken = errno;
+  if (copy >= 0 && min > 0) {
+    // Only the caller uses its table (the handler's condition), and it waits for this
+    // answer: the number stays free until the copy is put there.
+    new_fd = LowestFreeFrom(pidfd, min);
+  }
   close(pidfd);
   if (copy < 0) return Decision::Emulate(-taken);  // EBADF: old_fd is not open
+  if (new_fd < -1) {
+    close(copy);
+    return Decision::Emulate(new_fd);
+  }
   std::shared_ptr<OpenFile> file = old_it == files.end() ? nullptr : old_it->second;
   if (!file && (fcntl(copy, F_GETFL) & O_PATH)) {
     // The listener cannot install an O_PATH descriptor (ADDFD says EBADF). The kernel makes
@@ -104,10 +135,13 @@ Decision DupAtNotification(Thread& t, const SyscallRegs& call, ptrace_ext::Notif
     files.erase(new_it);
     return Decision::Pass();
   }
-  const long r = listener.ReplyWithFd(call.notification_id, copy, flags & O_CLOEXEC, new_fd);
+  long r = listener.ReplyWithFd(call.notification_id, copy, flags & O_CLOEXEC, new_fd);
   close(copy);
   if (r == -ENOENT) return Decision::Replied();  // the caller is gone
-  if (r < 0) return Decision::Emulate(r);        // EBADF (at or above RLIMIT_NOFILE), EMFILE
+  // A number at or above RLIMIT_NOFILE: fcntl says EINVAL for such a minimum, and EMFILE when
+  // every number from the minimum up to the limit is taken.
+  if (r == -EBADF && min > 0) r = new_fd == min ? -EINVAL : -EMFILE;
+  if (r < 0) return Decision::Emulate(r);  // EBADF (at or above RLIMIT_NOFILE), EMFILE
   const int fd = static_cast<int>(r);
   if (auto replaced = files.find(fd); replaced != files.end()) {
     on_replace(*replaced->second);

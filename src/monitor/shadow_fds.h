@@ -29,14 +29,15 @@ void ApplyCloseRange(Thread& t, const SyscallRegs& call,
 // The inode of descriptor `fd` of task `tid` (0 when it is not open).
 ino_t InodeOfFd(pid_t tid, int fd);
 
-// dup, dup2, dup3 or fcntl's F_DUPFD or F_DUPFD_CLOEXEC with a zero minimum (`call`) answered
-// at its notification, with no ptrace stop. When neither
-// descriptor is in the table the kernel runs it as made. Otherwise the monitor makes the copy
-// itself (the tracee's descriptor taken with pidfd_getfd, put in place with the listener's
-// ADDFD, at the given number for dup2 and dup3) and records it, so that no other thread's call
-// comes between the copy and its record; `on_replace` sees a tracked file the copy closes.
-// Calls the kernel fails without touching the table (dup3's bad flags, equal numbers) run as
-// made.
+// dup, dup2, dup3 or fcntl's F_DUPFD or F_DUPFD_CLOEXEC (`call`) answered at its notification,
+// with no ptrace stop. When neither descriptor is in the table the kernel runs it as made.
+// Otherwise the monitor makes the copy itself (the tracee's descriptor taken with pidfd_getfd,
+// put in place with the listener's ADDFD: at the given number for dup2 and dup3, at the lowest
+// free one for dup and fcntl) and records it, so that no other thread's call comes between the
+// copy and its record; `on_replace` sees a tracked file the copy closes. An fcntl copy with a
+// minimum is put at the lowest free number from there, looked for first: only for a caller
+// that alone uses its table (DescriptorCalls sees to it). Calls the kernel fails without
+// touching the table (dup3's bad flags, equal numbers) run as made.
 Decision DupAtNotification(Thread& t, const SyscallRegs& call, ptrace_ext::NotifyListener& listener,
                            const std::function<void(OpenFile&)>& on_replace);
 

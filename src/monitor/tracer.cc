@@ -224,6 +224,13 @@ void Tracer::HandleStop(pid_t tid, int status) {
     OnSyscallStop(*t, false);
     return;
   }
+  if (event == PTRACE_EVENT_STOP && t->exit_at_interrupt) {
+    // A notified call the handler observes has returned (DispatchNotified); the stop itself
+    // is handled below as any other.
+    t->exit_at_interrupt = false;
+    SyscallRegs call;
+    if (Ptrace(PTRACE_GETREGS, tid, 0, &call.regs) == 0) handler_.OnExit(*t, call);
+  }
   switch (event) {
     case PTRACE_EVENT_SECCOMP:
       OnSyscallStop(*t, true);

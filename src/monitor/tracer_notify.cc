@@ -202,6 +202,12 @@ void Tracer::DispatchNotified(Thread& t, SyscallRegs& call) {
       Park(t, d, true, call);
       return;
     case Decision::Kind::kObserveExit:
+      // The interrupt is taken when the call returns to user space, before any signal and
+      // before the program runs again: the stop shows the call's result (HandleStop). The
+      // wait for the answer is killable only, so the interrupt cannot end it early.
+      if (ptrace_ext::Ptrace(PTRACE_INTERRUPT, t.tid) == 0) t.exit_at_interrupt = true;
+      listener_.Continue(call.notification_id);
+      return;
     case Decision::Kind::kRestart:
       break;
   }

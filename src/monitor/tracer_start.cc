@@ -24,51 +24,12 @@ namespace amino::monitor {
 using ptrace_ext::Backend;
 using ptrace_ext::Ptrace;
 
-namespace {
-
-// fcntl stops only to copy a descriptor to a number at or above a given one (F_DUPFD and
-// F_DUPFD_CLOEXEC with a nonzero minimum: the handler sees the new number at the exit). A copy
-// to the lowest free number is answered at its notification, as dup is (DupAtNotification):
-// the listener's ADDFD takes the lowest free number, but it cannot be told a minimum. The
-// kernel reads the command and the minimum as 32 bits: the copies are matched on those, and
-// the notified rules cover every other command.
-void AddFcntlRules(std::vector<ptrace_ext::TrapRule>* rules) {
-  using Cmp = ptrace_ext::TrapRule::Cmp;
-  for (uint64_t cmd : {uint64_t{F_DUPFD}, uint64_t{F_DUPFD_CLOEXEC}}) {
-    for (bool lowest : {true, false}) {
-      ptrace_ext::TrapRule copy{SYS_fcntl, lowest};
-      copy.arg = 1, copy.mask = 0xffffffff, copy.value = cmd;
-      copy.arg2 = 2;
-      // The minimum's whole register is compared, so that the two rules never both match: a
-      // zero minimum with garbage in the upper half stops, and its exit is seen all the same.
-      if (lowest) {
-        copy.mask2 = ~uint64_t{0}, copy.value2 = 0;
-      } else {
-        copy.cmp2 = Cmp::kGreater, copy.value2 = 0;
-      }
-      rules->push_back(copy);
-    }
-  }
-  for (Cmp cmp : {Cmp::kLess, Cmp::kGreater}) {
-    ptrace_ext::TrapRule other{SYS_fcntl, true};
-    other.arg = 1, other.value = F_DUPFD_CLOEXEC, other.cmp = cmp;
-    rules->push_back(other);
-  }
-}
-
-}  // namespace
-
 std::vector<ptrace_ext::TrapRule> Tracer::FilterRules() {
   for (long nr : FileSyscalls()) trapped_.insert(nr);
   for (long nr : handler_.ExtraTrapped()) trapped_.insert(nr);
   const bool notify = options_.backend == Backend::kNotify;
   std::vector<ptrace_ext::TrapRule> rules;
   for (long nr : trapped_) {
-    if (nr == SYS_fcntl && notify && handler_.NeedsStop(nr)) {
-      AddFcntlRules(&rules);
-      notified_.insert(nr);
-      continue;
-    }
     if (const int arg = handler_.StopOnlyWhenSet(nr); arg >= 0 && !handler_.NeedsStop(nr)) {
       ptrace_ext::TrapRule set{nr, false};
       set.arg = arg, set.cmp = ptrace_ext::TrapRule::Cmp::kGreater, set.value = 0;

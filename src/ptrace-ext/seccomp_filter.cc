@@ -39,18 +39,6 @@ std::string LoadWithFlags(scmp_filter_ctx ctx, unsigned flags, int* listener) {
   return {};
 }
 
-scmp_arg_cmp Comparison(int arg, TrapRule::Cmp how, uint64_t mask, uint64_t value) {
-  switch (how) {
-    case TrapRule::Cmp::kLess:
-      return {static_cast<unsigned>(arg), SCMP_CMP_LT, value, 0};
-    case TrapRule::Cmp::kGreater:
-      return {static_cast<unsigned>(arg), SCMP_CMP_GT, value, 0};
-    case TrapRule::Cmp::kMaskedEq:
-      break;
-  }
-  return {static_cast<unsigned>(arg), SCMP_CMP_MASKED_EQ, mask, value};
-}
-
 }  // namespace
 
 std::string InstallFilter(const std::vector<TrapRule>& rules, int* listener) {
@@ -72,9 +60,13 @@ std::string InstallFilter(const std::vector<TrapRule>& rules, int* listener) {
                                        : SCMP_ACT_TRACE(kMonitorStop);
     any_notify |= r.notify && !r.refuse;
     if (r.arg >= 0) {
-      const scmp_arg_cmp cmps[] = {Comparison(r.arg, r.cmp, r.mask, r.value),
-                                   Comparison(r.arg2, r.cmp2, r.mask2, r.value2)};
-      rc = seccomp_rule_add_array(ctx, action, static_cast<int>(r.nr), r.arg2 >= 0 ? 2 : 1, cmps);
+      scmp_arg_cmp cmp{static_cast<unsigned>(r.arg), SCMP_CMP_MASKED_EQ, r.mask, r.value};
+      if (r.cmp != TrapRule::Cmp::kMaskedEq) {
+        cmp.op = SCMP_CMP_GT;
+        cmp.datum_a = r.value;
+        cmp.datum_b = 0;
+      }
+      rc = seccomp_rule_add_array(ctx, action, static_cast<int>(r.nr), 1, &cmp);
     } else {
       rc = seccomp_rule_add(ctx, action, static_cast<int>(r.nr), 0);
     }

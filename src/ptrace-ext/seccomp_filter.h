@@ -15,8 +15,8 @@ struct TrapRule {
   long nr;              // x86-64 system call number
   bool notify = false;  // user notification instead of a ptrace stop
   // Trap only when argument `arg` compares with `value` as `cmp` says ((arg & mask) == value,
-  // arg < value, arg > value); arg -1: always.
-  enum class Cmp : uint8_t { kMaskedEq, kLess, kGreater };
+  // arg > value); arg -1: always.
+  enum class Cmp : uint8_t { kMaskedEq, kGreater };
   int arg = -1;
   uint64_t mask = 0;
   uint64_t value = 0;
@@ -24,11 +24,6 @@ struct TrapRule {
   // which outranks every other filter's trace and notify actions).
   int refuse = 0;
   Cmp cmp = Cmp::kMaskedEq;  // how `arg` is compared (above)
-  // A second argument the rule also compares (both must hold), as `arg` is; -1: none.
-  int arg2 = -1;
-  Cmp cmp2 = Cmp::kMaskedEq;
-  uint64_t mask2 = 0;
-  uint64_t value2 = 0;
 };
 
 // PTRACE_GETEVENTMSG at a seccomp stop says whose stop it is: the monitor's filter trapped an

@@ -43,9 +43,8 @@ std::vector<long> HostHandler::ExtraTrapped() const {
 
 bool HostHandler::NeedsStop(long nr) const {
   switch (nr) {
-    // The descriptor's new number is seen at the call's exit (dup, dup2 and dup3 are answered
-    // at their notification instead: DupAtNotification).
-    case SYS_fcntl:
+    // The descriptor's new number is seen at the call's exit (dup, dup2, dup3 and fcntl's
+    // copies are answered at their notification instead: DupAtNotification).
     case SYS_close_range:
     case SYS_recvmsg:
     case SYS_sendmsg:

@@ -107,9 +107,9 @@ bool MountHandler::NeedsStop(long nr) const {
     case SYS_bind:  // their address register is changed (mount_sockets.cc)
     case SYS_connect:
     case SYS_sendmmsg:
-    // The descriptor's new number is seen at the call's exit (dup, dup2 and dup3 are answered
-    // at their notification instead: DupAtNotification), and passed descriptors at recvmsg's.
-    case SYS_fcntl:
+    // The descriptor's new number is seen at the call's exit (dup, dup2, dup3 and fcntl's
+    // copies are answered at their notification instead: DupAtNotification), and passed
+    // descriptors at recvmsg's.
     case SYS_close_range:
     case SYS_recvmsg:
     case SYS_sendmsg:

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,14 @@ static void show(const char* what, const char* path) {
 }
 
 static const char* err(long r) { return r < 0 ? strerrorname_np(errno) : "ok"; }
+
+// A second thread that shares the descriptor table and waits until its pipe is closed.
+static void* wait_for_eof(void* fd) {
+  char c;
+  while (read(*(int*)fd, &c, 1) > 0) {
+  }
+  return NULL;
+}
 
 static int child_status(pid_t pid) {
   int st;
@@ -92,6 +101,34 @@ int main(void) {
   close(d0);
   close(d1);
   close(d2);
+  // At or above a minimum with a gap below it and taken numbers above it, while this thread
+  // alone uses the table and then while a second thread shares it.
+  for (int shared = 0; shared < 2; ++shared) {
+    pthread_t idle;
+    int hold[2];
+    if (pipe(hold) != 0) die("pipe");
+    if (shared && pthread_create(&idle, NULL, wait_for_eof, &hold[0]) != 0) die("pthread_create");
+    int taken[4];
+    for (int i = 0; i < 4; ++i) taken[i] = dup(c);  // a run of numbers in use
+    close(taken[1]);                                // and a free one among them
+    const int at = fcntl(a, F_DUPFD_CLOEXEC, taken[0] + 1);
+    const int above = fcntl(a, F_DUPFD, taken[3]);
+    char got[4] = {0};
+    const ssize_t n = pread(above, got, 3, 0);
+    printf("%-40s %s %s, flags %d %d, read %zd '%s'\n",
+           shared ? "  with a minimum, table shared" : "  with a minimum, table alone",
+           at == taken[1] ? "in the gap" : "elsewhere",
+           above == taken[3] + 1 ? "next" : "elsewhere", fcntl(at, F_GETFD), fcntl(above, F_GETFD),
+           n, got);
+    close(at);
+    close(above);
+    for (int i = 0; i < 4; ++i) close(taken[i]);
+    close(hold[1]);
+    if (shared) pthread_join(idle, NULL);
+    close(hold[0]);
+  }
+  printf("%-40s %s\n", "  minimum at the descriptor limit",
+         fcntl(a, F_DUPFD, 1 << 30) < 0 ? strerrorname_np(errno) : "ok");
   b = dup(a);
   close(a);
   close(b);
