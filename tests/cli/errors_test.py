@@ -140,15 +140,15 @@ class DamagedDatabaseTest(clitest.TreeTestCase):
         self.db = self.mkfs()
         run("import", self.db, self.src, check=0)
 
-    def damaged_copy(self, damage):
+    def damaged_copy(self, damage, name="data.db"):
         copy = self.path("copy")
         # The database and its log, as a backup would copy them; the environment's region files
         # (__db.*) are the shared memory of running processes, not part of the data.
         shutil.copytree(self.db, copy, ignore=shutil.ignore_patterns("__db.*", "amino.lock"))
         self.original = digest_dir(self.db)
-        data = os.path.join(copy, "data.db")
-        self.assertTrue(os.path.isfile(data))
-        damage(data, os.path.getsize(data))
+        damaged = os.path.join(copy, name)
+        self.assertTrue(os.path.isfile(damaged))
+        damage(damaged, os.path.getsize(damaged))
         return copy
 
     def check_fails_cleanly(self, copy):
@@ -193,7 +193,8 @@ class DamagedDatabaseTest(clitest.TreeTestCase):
 
     def test_run_on_a_damaged_database(self):
         """amino run refuses a database it cannot open, and reports damage met later once,
-        each time naming the fsck to run; nothing of the original changes."""
+        each time naming the fsck to run; nothing of the original changes. The file bytes
+        (data.db) and the names (path.db, read by every path call) alike."""
         def half(p, size):
             os.truncate(p, size // 2)
 
@@ -206,11 +207,18 @@ class DamagedDatabaseTest(clitest.TreeTestCase):
             with open(p, "r+b") as f:
                 f.seek(64 * 1024)
                 f.write(os.urandom(max(0, size - 64 * 1024)))
-        for name, damage in (("truncated", half), ("garbled", garble_middle),
-                             ("garbled from its second page", garble_all_but_meta)):
-            with self.subTest(damage=name):
+        def garble_page_two(p, size):
+            # path.db of a small tree is a few 4 KiB pages: its root and leaves.
+            with open(p, "r+b") as f:
+                f.seek(2 * 4096)
+                f.write(os.urandom(4096))
+        cases = [("data.db", "truncated", half), ("data.db", "garbled", garble_middle),
+                 ("data.db", "garbled from its second page", garble_all_but_meta),
+                 ("path.db", "truncated", half), ("path.db", "garbled", garble_page_two)]
+        for db_file, name, damage in cases:
+            with self.subTest(file=db_file, damage=name):
                 shutil.rmtree(self.path("copy"), ignore_errors=True)
-                copy = self.damaged_copy(damage)
+                copy = self.damaged_copy(damage, db_file)
                 mp = self.path("m")
                 proc = run("run", "--mount", f"{mp}={copy}", "--", "sh", "-c",
                            f"cat {mp}/d/* > /dev/null")

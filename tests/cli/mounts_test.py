@@ -129,6 +129,22 @@ class MountsTest(clitest.TreeTestCase):
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
         return proc.returncode, proc.stdout.decode(), proc.stderr.decode().splitlines()
 
+    def test_df_and_statfs_on_a_mount(self):
+        # Tools that check a file system's type see Amino's own (statfs's f_type "AMIN"), and
+        # df reports the space of the file system holding the database.
+        subprocess.run([clitest.AMINO, "mkfs", self.path("db")], check=True,
+                       stdout=subprocess.DEVNULL)
+        mp = self.path("m")
+        status, out, err = self.run_quietly(
+            "--mount", f"{mp}={self.path('db')}", "--", "sh", "-c",
+            f"stat -f -c %t {mp} {mp}/. && echo made > {mp}/f && stat -f -c %t {mp}/f && "
+            f"df -P {mp} | tail -n 1 && df -P {self.path('db')} | tail -n 1")
+        self.assertEqual(status, 0, err)
+        lines = out.splitlines()
+        self.assertEqual(lines[:3], ["414d494e"] * 3)
+        served, holder = lines[3].split(), lines[4].split()
+        self.assertEqual(served[1], holder[1])  # total 1K-blocks of the database's file system
+
     def test_run_says_what_it_did_to_the_host_for_a_declared_mount(self):
         subprocess.run([clitest.AMINO, "mkfs", self.path("db")], check=True,
                        stdout=subprocess.DEVNULL)
