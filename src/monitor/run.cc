@@ -9,6 +9,7 @@
 
 #include "monitor/call_handler.h"
 #include "monitor/host/host_handler.h"
+#include "monitor/host_dir_guard.h"
 #include "monitor/mounts/mount_config.h"
 #include "monitor/mounts/mount_prepare.h"
 #include "monitor/profiles/profile_handler.h"
@@ -57,6 +58,9 @@ std::unique_ptr<CallHandler> MakeMountHandler(const RunOptions& options) {
                  handler.status().message().c_str());
     return nullptr;
   }
+  // Without the cover (made in the command's process, mount_cover.h), the host directories
+  // are made read-only for the run instead.
+  if (!MayCoverMountPoints()) (*handler)->GuardHostDirs();
   return std::move(handler).value();
 }
 

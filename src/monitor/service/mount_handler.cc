@@ -54,6 +54,12 @@ MountHandler::MountHandler(mounts::MountTable table, std::vector<std::unique_ptr
   }
 }
 
+void MountHandler::GuardHostDirs() {
+  for (const auto& m : mounts_) {
+    guards_.push_back(std::make_unique<HostDirGuard>(m->mount->host_point, m->mount->db_dir));
+  }
+}
+
 void MountHandler::SetProcessTable(ProcessTable* table) {
   host_.SetProcessTable(table);
   CallHandler::SetProcessTable(table);

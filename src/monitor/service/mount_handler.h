@@ -45,6 +45,7 @@
 #include "monitor/descriptor_calls.h"
 #include "monitor/host/host_context.h"
 #include "monitor/host/host_handler.h"
+#include "monitor/host_dir_guard.h"
 #include "monitor/mounts/host_links.h"
 #include "monitor/mounts/mount_table.h"
 #include "monitor/mounts/path_resolver.h"
@@ -111,6 +112,9 @@ class MountHandler : public CallHandler, public TxnControl {
   static schema::Result<std::unique_ptr<MountHandler>> Create(mounts::MountTable table,
                                                               const ServiceOptions& options);
   ~MountHandler() override;
+  // Makes the host directory under each mount point read-only for the run, where the mount
+  // cover cannot be made (host_dir_guard.h).
+  void GuardHostDirs();
 
   Decision OnEntry(Thread& t, SyscallRegs& call) override;
   void OnExit(Thread& t, SyscallRegs& call) override;
@@ -449,6 +453,7 @@ class MountHandler : public CallHandler, public TxnControl {
   mounts::PathResolver resolver_;
   mounts::HostLinks host_links_;  // host symbolic links into mounts
   std::vector<std::unique_ptr<MountFs>> mounts_;
+  std::vector<std::unique_ptr<HostDirGuard>> guards_;  // GuardHostDirs
   SharedMappings shared_maps_;
   host::CredCache creds_;
   // The host file system, for calls on host paths that must be substituted while the thread
