@@ -248,6 +248,12 @@ std::optional<Decision> ExecCall::ReadStored(int depth) {
     bytes.resize(*n);
     return Status::Ok();
   };
+  // Whether the caller may also read what it runs: a copy of a program it may only run is
+  // one it cannot read either (as the kernel marks such a process undumpable natively).
+  auto NoteReadable = [&](const Status& may_read) -> Status {
+    readable = may_read.ok();
+    return may_read.ok() || may_read.error() == EACCES ? Status::Ok() : may_read;
+  };
   bool read = false;
   auto done = [&] {
     read = true;
@@ -263,6 +269,7 @@ std::optional<Decision> ExecCall::ReadStored(int depth) {
           if (!st.ok()) return st.status();
           if (!S_ISREG(st->attr.mode)) return Status::Errno(EACCES);
           AMINO_RETURN_IF_ERROR(f.mfs->fs->FAccess(txn, cred, f.id, X_OK));
+          AMINO_RETURN_IF_ERROR(NoteReadable(f.mfs->fs->FAccess(txn, cred, f.id, R_OK)));
           return read_program(*f.mfs->fs, txn, *st);
         },
         done);
@@ -289,6 +296,7 @@ std::optional<Decision> ExecCall::ReadStored(int depth) {
     if (target.trailing_slash && !S_ISDIR(st->attr.mode)) return Status::Errno(ENOTDIR);
     if (!S_ISREG(st->attr.mode)) return Status::Errno(EACCES);
     AMINO_RETURN_IF_ERROR(m.fs->Access(txn, cred, rel, X_OK, !nofollow));
+    AMINO_RETURN_IF_ERROR(NoteReadable(m.fs->Access(txn, cred, rel, R_OK, !nofollow)));
     return read_program(*m.fs, txn, *st);
   };
   for (int hops = 0;; ++hops) {
@@ -341,8 +349,8 @@ std::optional<Decision> ExecCall::Materialize() {
   // until the exec ends them, which is worth what a descriptor of the stored file would be: the
   // copy's permission bits are the stored ones.
   if (stored) {
-    if (int err =
-            ProgramCopies::Get().Write(t.tid, BaseName(filename), bytes, setid, cred, &copy)) {
+    if (int err = ProgramCopies::Get().Write(t.tid, BaseName(filename), bytes, setid, cred,
+                                             readable, &copy)) {
       return Decision::Emulate(err);
     }
     exec_path = copy;

@@ -94,6 +94,7 @@ class ExecCall {
   std::string head;                   // the current program's first bytes
   std::string bytes;                  // a stored program to run: its contents
   bool stored = false;
+  bool readable = true;        // the caller may read the stored program (not only run it)
   std::optional<SetId> setid;  // its owner when it is set-user-ID or set-group-ID
   std::vector<uint64_t> argv;  // the tracee's argv pointers
   std::string copy;            // the host copy of a stored program

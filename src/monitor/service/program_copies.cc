@@ -44,7 +44,7 @@ ProgramCopies::~ProgramCopies() {
 
 int ProgramCopies::Write(pid_t tid, const std::string& name, std::string_view bytes,
                          const std::optional<SetId>& setid, const schema::Cred& caller,
-                         std::string* path) {
+                         bool readable, std::string* path) {
   if (root_.empty() && !MakeRoot()) return -EACCES;
   if (++writes_ % 64 == 0) {
     // Directories of threads gone: removing a directory still in use fails harmlessly.
@@ -82,7 +82,8 @@ int ProgramCopies::Write(pid_t tid, const std::string& name, std::string_view by
   // Anyone may run a plain copy: the exec permission was checked on the stored file. The
   // owner changes first, since chown clears set-id bits.
   if (!err && keep_setid && fchown(fd, setid->uid, setid->gid) != 0) err = errno;
-  if (!err && fchmod(fd, keep_setid ? SetIdCopyMode(*setid, caller) : 0555) != 0) err = errno;
+  const mode_t plain = readable ? 0555 : 0111;
+  if (!err && fchmod(fd, keep_setid ? SetIdCopyMode(*setid, caller) : plain) != 0) err = errno;
   close(fd);
   if (err) RemoveProgramCopy(*path);
   return -err;

@@ -36,9 +36,12 @@ class ProgramCopies {
 
   // The path of a new copy of `bytes` named `name` for thread `tid`, or 0 and -errno. A
   // `setid` program's copy is owned by its stored owner and group with its set-id bits, in a
-  // directory of its own (RemoveProgramCopy removes both).
+  // directory of its own (RemoveProgramCopy removes both). Any other copy may be run by anyone
+  // (the exec permission was checked on the stored file), and read only when `readable`: when
+  // the caller may read the stored file.
   int Write(pid_t tid, const std::string& name, std::string_view bytes,
-            const std::optional<SetId>& setid, const schema::Cred& caller, std::string* path);
+            const std::optional<SetId>& setid, const schema::Cred& caller, bool readable,
+            std::string* path);
 
  private:
   ProgramCopies() = default;

@@ -49,7 +49,7 @@ TEST(ProgramCopiesTest, APlainCopyKeepsItsNameAndRunsForAnyone) {
   std::string path;
   const std::string script = "#!/bin/sh\nexit 7\n";
   ASSERT_EQ(ProgramCopies::Get().Write(4242, "tool", script, std::nullopt,
-                                       schema::Cred::User(1000, 1000), &path),
+                                       schema::Cred::User(1000, 1000), true, &path),
             0);
   EXPECT_EQ(path.substr(path.rfind('/') + 1), "tool");  // the process is named after it
   EXPECT_EQ(DirOf(path).substr(DirOf(path).rfind('/') + 1), "4242");
@@ -73,17 +73,28 @@ TEST(ProgramCopiesTest, APlainCopyKeepsItsNameAndRunsForAnyone) {
   EXPECT_NE(access(path.c_str(), F_OK), 0);
 }
 
+TEST(ProgramCopiesTest, ACopyOfAProgramTheCallerMayOnlyRunCannotBeRead) {
+  std::string path;
+  ASSERT_EQ(ProgramCopies::Get().Write(4343, "secret",
+                                       "\x7f"
+                                       "ELF",
+                                       std::nullopt, schema::Cred::User(1000, 1000), false, &path),
+            0);
+  EXPECT_EQ(ModeOf(path) & 07777, 0111u);
+  RemoveProgramCopy(path);
+}
+
 TEST(ProgramCopiesTest, ThreadsCopyingOneNameStayApartAndALeftoverIsReplaced) {
   std::string a, b, again;
   const schema::Cred me = schema::Cred::User(getuid(), getgid());
-  ASSERT_EQ(ProgramCopies::Get().Write(1, "same", "one", std::nullopt, me, &a), 0);
-  ASSERT_EQ(ProgramCopies::Get().Write(2, "same", "two", std::nullopt, me, &b), 0);
+  ASSERT_EQ(ProgramCopies::Get().Write(1, "same", "one", std::nullopt, me, true, &a), 0);
+  ASSERT_EQ(ProgramCopies::Get().Write(2, "same", "two", std::nullopt, me, true, &b), 0);
   EXPECT_NE(a, b);
   EXPECT_EQ(Read(a), "one");
   EXPECT_EQ(Read(b), "two");
   // A copy an exec left behind (the thread changed its ids and could not remove it) is
   // replaced, not an error.
-  ASSERT_EQ(ProgramCopies::Get().Write(1, "same", "three", std::nullopt, me, &again), 0);
+  ASSERT_EQ(ProgramCopies::Get().Write(1, "same", "three", std::nullopt, me, true, &again), 0);
   EXPECT_EQ(again, a);
   EXPECT_EQ(Read(a), "three");
   RemoveProgramCopy(a);
@@ -95,7 +106,7 @@ TEST(ProgramCopiesTest, ASetIdCopyIsOwnedAsStoredInADirectoryOnlyTheMonitorOpens
   std::string path;
   const SetId setid{1234, 5678, S_ISUID | S_ISGID, 0755};
   ASSERT_EQ(ProgramCopies::Get().Write(77, "su-like", "#!/bin/sh\n", setid,
-                                       schema::Cred::User(1234, 1), &path),
+                                       schema::Cred::User(1234, 1), true, &path),
             0);
   struct stat st;
   ASSERT_EQ(stat(path.c_str(), &st), 0);
