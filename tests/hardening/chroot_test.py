@@ -6,9 +6,11 @@ then chroots to the mount point itself and works from there. Its lines natively 
 directory in place of the mount) and on a mount must be the same, on every backend, as root
 (with the cover) and as the unprivileged 65534 in a user namespace of its own (`unshare -Ur`,
 no cover); the host directory under the mount point stays empty and the files are in the
-mount. Also: chroot into a directory inside a mount fails with EPERM (it has no host
-directory for the kernel), and name_to_handle_at of a file in a mount with EOPNOTSUPP (no
-kernel handle), also by a relative path from a cwd in the mount.
+mount. Also: chroot into the mount point works, also by a relative path from a cwd in the
+mount, and so does one that leaves the mount for a host directory ("../.." from a directory in
+it; before, both failed with EPERM); chroot into a directory inside a mount fails with EPERM (it
+has no host directory for the kernel), and name_to_handle_at of a file in a mount with
+EOPNOTSUPP (no kernel handle), also by a relative path from a cwd in the mount.
 Negative control: the monitor of 34e4dc2, which passed absolute paths after a chroot to the
 kernel, fails the first comparison: as root the probe's writes met the cover (EROFS), and as
 65534 they went into the host directory."""
@@ -70,16 +72,21 @@ def body(scratch):
     # no file in a mount has a kernel handle.
     mp = os.path.join(scratch, "root", "p-notify", "m")
     db = os.path.join(scratch, "root", "db-notify")
+    # From a cwd in the mount, relative paths: to its root, and out of it to a host directory.
     script = ("mkdir -p %(mp)s/sub && cd %(mp)s/sub && %(p)s into %(mp)s && %(p)s into %(mp)s/sub"
+              " && %(p)s into .. && %(p)s into ../.. && %(p)s into ../../../p-notify"
               " && %(p)s handle %(mp)s/f && %(p)s handle ../f && %(p)s handle %(home)s" %
               {"mp": mp, "p": probe, "home": scratch})
     for backend in hc.BACKENDS:
         _, out, _ = hc.run(hc.amino_run(backend, ["sh", "-c", script], mounts=[(mp, db)]),
                            "into and handle on %s" % backend)
-        want = ["into=OK", "into=EPERM", "handle=EOPNOTSUPP", "handle=EOPNOTSUPP", "handle=OK"]
+        want = ["into=OK", "root=d,f,g,sub", "into=EPERM", "into=OK", "root=d,f,g,sub",
+                "into=OK", "root=hl,m", "into=OK", "root=hl,m", "handle=EOPNOTSUPP",
+                "handle=EOPNOTSUPP", "handle=OK"]
         hc.check(out.split() == want, "%s: into and handle said %r, not %r" % (
             backend, out.split(), want))
-    hc.say("chroot into the mount point OK, into a directory in it EPERM; handles EOPNOTSUPP")
+    hc.say("chroot into the mount point OK (also relatively from a cwd in it, and out of it to "
+           "its parent), into a directory in it EPERM; handles EOPNOTSUPP")
     shutil.rmtree(os.path.join(scratch, "root"), ignore_errors=True)
 
 

@@ -146,18 +146,6 @@ Decision MountHandler::Getcwd(Thread& t, SyscallRegs& call) {
   return Decision::Emulate(length);
 }
 
-namespace {
-
-// A mount-relative path that names the mount's root itself, with no component to walk.
-bool NamesMountRoot(const std::string& path) {
-  for (char c : path) {
-    if (c != '/' && c != '.') return false;
-  }
-  return path.find("..") == std::string::npos;
-}
-
-}  // namespace
-
 Decision MountHandler::Chroot(Thread& t, SyscallRegs& call) {
   // Whatever comes of the call, the root is asked of the kernel from now on (RootOf): a failed
   // chroot leaves it where it was.
@@ -170,10 +158,26 @@ Decision MountHandler::Chroot(Thread& t, SyscallRegs& call) {
     return virtual_base ? Decision::Emulate(err) : Decision::Pass();
   }
   if (target.kind == Target::Kind::kHost) return Decision::Pass();
-  // A mount's root, by a path the kernel walks to the mount point: the kernel makes the mount
-  // point's host directory the root, and the mount is served from there on (HostPathInRoot).
-  if (target.kind == Target::Kind::kServed && !virtual_base && NamesMountRoot(target.path))
-    return Decision::Pass();
+  // Where the path leads is the schema's walk: a directory of the mount, or, where a link or
+  // ".." leaves it, a host directory, which the kernel is given by its host path (RunOnTarget;
+  // chroot always stops: NeedsStop).
+  bool reached = false;
+  bool at_root = false;
+  const schema::Cred cred = CredOf(t);
+  PathBody body = [&](MountFs& m, schema::Transaction& txn, const std::string& rel) -> Status {
+    auto st = m.fs->GetStat(txn, cred, rel, true);
+    if (!st.ok()) return st.status();
+    if (!S_ISDIR(st->attr.mode)) return Status::Errno(ENOTDIR);
+    AMINO_RETURN_IF_ERROR(m.fs->Access(txn, cred, rel, X_OK, true));
+    reached = true;
+    at_root = st->ino == schema::kRootId;
+    return Status::Ok();
+  };
+  Decision d = RunOnTarget(t, call, target, 0, body, [] { return 0L; });
+  if (!reached) return d;  // failed, parked, or a host directory outside the mount
+  // A mount's root: the kernel makes the mount point's host directory the root, and the mount
+  // is served from there on (HostPathInRoot).
+  if (at_root) return Substitute(t, call, 0, target.mfs->mount->host_point);
   // A directory inside a mount has no host directory for the kernel to make the root.
   return Decision::Emulate(-EPERM);
 }

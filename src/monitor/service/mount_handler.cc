@@ -110,7 +110,8 @@ bool MountHandler::NeedsStop(long nr) const {
     case SYS_execveat:
     case SYS_chdir:
     case SYS_fchdir:
-    case SYS_bind:  // their address register is changed (mount_sockets.cc)
+    case SYS_chroot:  // given a host path in place of a relative one (Chroot)
+    case SYS_bind:    // their address register is changed (mount_sockets.cc)
     case SYS_connect:
     case SYS_sendmmsg:
     // The descriptor's new number is seen at the call's exit (dup, dup2, dup3 and fcntl's

@@ -6,7 +6,8 @@
 //                        into the mount (created and followed), then chroot to /NAME itself
 //                        and create and list from the new root.
 //   rootprobe handle PATH  name_to_handle_at of PATH: "handle=OK" or the errno's name.
-//   rootprobe into PATH    chroot to PATH: "into=OK" or the errno's name.
+//   rootprobe into PATH    chroot to PATH: "into=OK" and "root=" the names in the new root, or
+//                          "into=" the errno's name.
 // A failed step prints the errno's name in place of its result and the probe goes on.
 #include <dirent.h>
 #include <errno.h>
@@ -83,7 +84,9 @@ int main(int argc, char** argv) {
   char path[4096], cwd[4096];
   if (argc == 3 && strcmp(argv[1], "handle") == 0) return Handle(argv[2]);
   if (argc == 3 && strcmp(argv[1], "into") == 0) {
-    printf("into=%s\n", chroot(argv[2]) == 0 ? "OK" : Err());
+    const int ok = chroot(argv[2]) == 0;
+    printf("into=%s\n", ok ? "OK" : Err());
+    if (ok) List("root", "/");
     return 0;
   }
   if (argc != 3) {
