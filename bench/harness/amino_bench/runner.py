@@ -142,9 +142,13 @@ def _spawn(argv, out, err, timeout, env):
         timed_out.set()
         kill_group(proc.pid)
 
+    # A daemon started inside the try: a SIGTERM (raised as Interrupted, cli.py) that comes
+    # while it starts must not leave a timer the interpreter's exit would wait for until the
+    # phase's timeout, as one did in a smoke run.
     timer = threading.Timer(timeout, expire)
-    timer.start()
+    timer.daemon = True
     try:
+        timer.start()
         while True:
             try:
                 _, status, ru = os.wait4(proc.pid, 0)
