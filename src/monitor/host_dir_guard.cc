@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -67,7 +68,17 @@ bool WriteKept(const std::string& path, const std::vector<Kept>& kept) {
   return written && rename(temp.c_str(), path.c_str()) == 0;
 }
 
+// The guards alive in this process (ReleaseHostDirGuards).
+std::vector<HostDirGuard*>& LiveGuards() {
+  static std::vector<HostDirGuard*> live;
+  return live;
+}
+
 }  // namespace
+
+void ReleaseHostDirGuards() {
+  for (HostDirGuard* g : LiveGuards()) g->Release();
+}
 
 bool MayCoverMountPoints() {
   __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
@@ -85,6 +96,7 @@ HostDirGuard::HostDirGuard(std::string host_dir, std::string db_dir)
     lock_fd_ = -1;
     return;
   }
+  LiveGuards().push_back(this);
   const std::string record = db_dir_ + "/amino.guard";
   std::vector<Kept> kept = ReadKept(record);
   struct stat st;
@@ -104,6 +116,11 @@ HostDirGuard::HostDirGuard(std::string host_dir, std::string db_dir)
 }
 
 HostDirGuard::~HostDirGuard() {
+  Release();
+  std::erase(LiveGuards(), this);
+}
+
+void HostDirGuard::Release() {
   if (lock_fd_ < 0) return;
   Lock(lock_fd_, 1, F_WRLCK, true);
   // Let go first: of runs ending together, the one that looks last then finds no other.
@@ -122,6 +139,7 @@ HostDirGuard::~HostDirGuard() {
   }
   Lock(lock_fd_, 1, F_UNLCK, false);
   close(lock_fd_);
+  lock_fd_ = -1;
 }
 
 }  // namespace amino::monitor

@@ -18,13 +18,17 @@ namespace amino::monitor {
 // Whether this process may make the mount cover (CAP_SYS_ADMIN in its effective set).
 bool MayCoverMountPoints();
 
+// Gives back what every live guard holds, as their destructors would: for a monitor about to
+// end itself by a signal (the command's own death, Tracer::Run), whose destructors do not run.
+void ReleaseHostDirGuards();
+
 class HostDirGuard {
  public:
   // Guards `host_dir` for this run, keeping its mode in `db_dir`. Where it cannot (not a
   // directory, another owner, no write bits, the database directory not writable) nothing is
   // changed and guarded() says false.
   HostDirGuard(std::string host_dir, std::string db_dir);
-  ~HostDirGuard();  // the last run of the database gives every kept mode back
+  ~HostDirGuard();  // the last run of the database gives every kept mode back (Release)
   HostDirGuard(const HostDirGuard&) = delete;
   HostDirGuard& operator=(const HostDirGuard&) = delete;
 
@@ -32,6 +36,9 @@ class HostDirGuard {
   bool guarded() const { return guarded_; }
 
  private:
+  friend void ReleaseHostDirGuards();
+  void Release();
+
   const std::string host_dir_;
   const std::string db_dir_;
   int lock_fd_ = -1;

@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "amino/amino.h"
+#include "monitor/host_dir_guard.h"
 #include "monitor/monotonic_clock.h"
 #include "monitor/mount_cover.h"
 #include "monitor/pending_signals.h"
@@ -118,6 +119,7 @@ int Tracer::Run() {
     // by SIGINT) and not merely an exit code. The monitor's own core is not wanted.
     const int sig = WTERMSIG(root_status_);
     std::fflush(nullptr);
+    ReleaseHostDirGuards();  // no destructor runs after the signal
     struct rlimit no_core {
       0, 0
     };

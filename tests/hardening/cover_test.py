@@ -11,7 +11,8 @@ Negative control: natively each probe writes into the directory.
 Without CAP_SYS_ADMIN there is no cover; the host directory is read-only for the run instead
 (monitor/host_dir_guard.h). As 65534, on every backend: the core dump with the cwd in the mount
 is not written, the directory has no write bit while a run uses it, and its mode comes back when
-the last run ends, also after a run whose monitor was killed. Negative control: natively, as
+the last run ends, also when the command dies of a signal and after a run whose monitor was
+killed. Negative control: natively, as
 65534, the core is written into the directory."""
 
 import os
@@ -94,6 +95,13 @@ def unprivileged(scratch, probe):
         hc.check(mode_of(mp) == 0o750, "%s: the run left the host directory's mode %o" % (
             backend, mode_of(mp)))
         hc.say("%s as 65534: %s, the mode given back" % (backend, out.strip()))
+    # A command that dies of a signal: amino run dies the same way, after giving the mode back.
+    mp = os.path.join(base, "m-" + hc.BACKENDS[0])
+    status, _, _ = hc.run(hc.as_nobody(hc.amino_run(hc.BACKENDS[0], ["sh", "-c", "kill -TERM $$"],
+                                                    mounts=[(mp, db)])),
+                          "a command killed by SIGTERM", check=False)
+    hc.check(status == -signal.SIGTERM and mode_of(mp) == 0o750,
+             "after a command killed by SIGTERM: status %d, mode %o" % (status, mode_of(mp)))
     # While a run goes on the directory has no write bit. A run whose monitor dies leaves it so;
     # the next run to end gives the mode back.
     mp = os.path.join(base, "m-" + hc.BACKENDS[0])
