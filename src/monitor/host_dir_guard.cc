@@ -1,9 +1,7 @@
 #include "monitor/host_dir_guard.h"
 
 #include <fcntl.h>
-#include <linux/capability.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 #include <vector>
+
+#include "schema/cred.h"
 
 namespace amino::monitor {
 namespace {
@@ -80,12 +80,7 @@ void ReleaseHostDirGuards() {
   for (HostDirGuard* g : LiveGuards()) g->Release();
 }
 
-bool MayCoverMountPoints() {
-  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
-  if (syscall(SYS_capget, &header, data) != 0) return geteuid() == 0;
-  return (data[CAP_TO_INDEX(CAP_SYS_ADMIN)].effective & CAP_TO_MASK(CAP_SYS_ADMIN)) != 0;
-}
+bool MayCoverMountPoints() { return schema::Cred::Current().has(schema::kCapSysAdmin); }
 
 HostDirGuard::HostDirGuard(std::string host_dir, std::string db_dir)
     : host_dir_(std::move(host_dir)), db_dir_(std::move(db_dir)) {
