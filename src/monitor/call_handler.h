@@ -6,7 +6,9 @@
 #include <errno.h>
 
 #include <cstdio>
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "monitor/foreign_abi.h"
@@ -65,12 +67,17 @@ class CallHandler {
     (void)nr;
     return false;
   }
-  // For a call the handler traps (ExtraTrapped) but NeedsStop does not: the argument whose
-  // being set (non-zero, a pointer given) is the only reason it does, with a stop then; the
-  // call without it is not trapped at all. -1: none, the call is trapped as NeedsStop says.
-  virtual int StopOnlyWhenSet(long nr) const {
+  // For a call the handler traps: the one argument whose value is the only reason it does
+  // (a pointer given, one command of several); the call is trapped, by a stop or a
+  // notification as NeedsStop says, only when the argument is so. nullopt: always trapped.
+  struct TrapCondition {
+    int arg;
+    bool nonzero;    // trapped when the argument is not 0
+    uint64_t value;  // else when it equals this
+  };
+  virtual std::optional<TrapCondition> TrapOnlyWhen(long nr) const {
     (void)nr;
-    return -1;
+    return std::nullopt;
   }
   // A call of another ABI (foreign_abi.h), which no handler serves: 0 lets the kernel run it as
   // made; otherwise it fails with this value (-errno). kRefusedForeign refuses one that names a

@@ -30,16 +30,30 @@ std::vector<ptrace_ext::TrapRule> Tracer::FilterRules() {
   const bool notify = options_.backend == Backend::kNotify;
   std::vector<ptrace_ext::TrapRule> rules;
   for (long nr : trapped_) {
-    if (const int arg = handler_.StopOnlyWhenSet(nr); arg >= 0 && !handler_.NeedsStop(nr)) {
-      ptrace_ext::TrapRule set{nr, false};
-      set.arg = arg, set.cmp = ptrace_ext::TrapRule::Cmp::kGreater, set.value = 0;
-      rules.push_back(set);
-      continue;
-    }
     ptrace_ext::TrapRule r{nr, notify && !handler_.NeedsStop(nr)};
     if (r.notify) notified_.insert(nr);
+    if (const auto when = handler_.TrapOnlyWhen(nr)) {
+      r.arg = when->arg;
+      if (when->nonzero) {
+        r.cmp = ptrace_ext::TrapRule::Cmp::kGreater, r.value = 0;
+      } else {
+        r.mask = ~uint64_t{0}, r.value = when->value;
+      }
+      rules.push_back(r);
+      continue;
+    }
     // Anonymous mappings are the loader's and malloc's bread and butter: only file mappings.
     if (nr == SYS_mmap) r.arg = 3, r.mask = MAP_ANONYMOUS, r.value = 0;
+    if (r.notify && (nr == SYS_open || nr == SYS_openat)) {
+      // The listener cannot install an O_PATH descriptor (ADDFD takes only files that can be
+      // read or written), so an O_PATH open the monitor must change (a substitute path: `..`
+      // out of a mount, a stored link leading out of it) stops, to be given other registers.
+      // Rare: glibc and coreutils open with O_PATH only in a few calls.
+      const int flags_arg = nr == SYS_openat ? 2 : 1;
+      ptrace_ext::TrapRule opath{nr, false, flags_arg, O_PATH, O_PATH};
+      rules.push_back(opath);
+      r.arg = flags_arg, r.mask = O_PATH, r.value = 0;
+    }
     rules.push_back(r);
   }
   // A child must never escape tracing: CLONE_UNTRACED is taken out of clone's flags (a register

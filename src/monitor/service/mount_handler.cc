@@ -93,9 +93,16 @@ std::vector<long> MountHandler::ExtraTrapped() const {
   return nrs;
 }
 
-int MountHandler::StopOnlyWhenSet(long nr) const {
-  // sendto names a socket only with an address; send() is sendto without one.
-  return nr == SYS_sendto ? 4 : -1;
+std::optional<CallHandler::TrapCondition> MountHandler::TrapOnlyWhen(long nr) const {
+  switch (nr) {
+    case SYS_sendto:  // names a socket only with an address; send() is sendto without one
+      if (external_) return std::nullopt;  // an output call: every one is seen
+      return TrapCondition{4, true, 0};
+    case SYS_madvise:  // MADV_REMOVE punches a hole in a file (MadviseCall)
+      return TrapCondition{2, false, MADV_REMOVE};
+    default:
+      return std::nullopt;
+  }
 }
 
 std::vector<std::string> MountHandler::CoveredPoints() const {
@@ -113,6 +120,7 @@ bool MountHandler::NeedsStop(long nr) const {
     case SYS_chroot:  // given a host path in place of a relative one (Chroot)
     case SYS_bind:    // their address register is changed (mount_sockets.cc)
     case SYS_connect:
+    case SYS_sendto:  // with an address only (TrapOnlyWhen)
     case SYS_sendmmsg:
     // The descriptor's new number is seen at the call's exit (dup, dup2, dup3 and fcntl's
     // copies are answered at their notification instead: DupAtNotification), and passed
@@ -122,6 +130,10 @@ bool MountHandler::NeedsStop(long nr) const {
     case SYS_sendmsg:
     // A served file's placeholder is replaced by the file for the time of the call.
     case SYS_mmap:
+    // Its flags are in memory, where the filter cannot see O_PATH, whose descriptor the
+    // listener cannot install: a substitute path is given in its registers (as open's and
+    // openat's O_PATH opens are: Tracer::FilterRules). openat2 is rare.
+    case SYS_openat2:
       return true;
     default:
       // Signals are sent by the command's first process before the monitor takes the

@@ -14,7 +14,7 @@
 //   sendmmsg the messages before the first to a path in a mount as made, then that one as
 //            sendmsg (SendMmsg).
 // bind, connect, sendto with an address, sendmsg and sendmmsg take a ptrace stop (NeedsStop,
-// StopOnlyWhenSet): only at a stop can the address register be changed. Only sockets bound under
+// TrapOnlyWhen): only at a stop can the address register be changed. Only sockets bound under
 // this `amino run` are live: a stored socket from an earlier run refuses connections
 // (ECONNREFUSED), as a socket file nobody listens on does. Not served: the address of a peer
 // bound in a mount as accept, recvfrom and recvmsg report it.
