@@ -5,6 +5,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <fstream>
@@ -88,6 +89,35 @@ std::optional<std::vector<FileVma>> FileVmasFromText(pid_t pid, uint64_t addr, u
     out.push_back({start, stop, offset, makedev(major, minor), static_cast<ino_t>(inode)});
   }
   return out;
+}
+
+std::optional<uint64_t> RemovableUpTo(pid_t pid, uint64_t addr, uint64_t len) {
+  // Whole smaps, not PROCMAP_QUERY: only VmFlags shows VM_MAYWRITE ("mw") and VM_LOCKED
+  // ("lo"). Dear (it counts each mapping's pages), but MADV_REMOVE is rare.
+  std::ifstream smaps("/proc/" + std::to_string(pid) + "/smaps");
+  if (!smaps) return std::nullopt;
+  const uint64_t end = len > UINT64_MAX - addr ? UINT64_MAX : addr + len;
+  bool in_range = false;  // the mapping whose lines are being read overlaps the range
+  bool has_file = false;
+  uint64_t start = 0;
+  std::string line;
+  while (std::getline(smaps, line)) {
+    unsigned long long lo = 0, hi = 0, offset = 0, inode = 0;
+    unsigned major = 0, minor = 0;
+    if (std::sscanf(line.c_str(), "%llx-%llx %*s %llx %x:%x %llu", &lo, &hi, &offset, &major,
+                    &minor, &inode) == 6) {
+      in_range = hi > addr && lo < end;
+      has_file = inode != 0;  // a private anonymous mapping has none (shared ones do: shmem)
+      start = std::max<uint64_t>(lo, addr);
+      if (lo >= end) break;
+      continue;
+    }
+    if (!in_range || line.rfind("VmFlags:", 0) != 0) continue;
+    auto flag = [&line](const char* f) { return line.find(std::string(" ") + f) != std::string::npos; };
+    if (!has_file || flag("lo") || !flag("sh") || !flag("mw")) return start;
+    in_range = false;
+  }
+  return end;
 }
 
 }  // namespace amino::monitor::service

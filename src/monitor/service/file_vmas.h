@@ -27,4 +27,11 @@ std::optional<std::vector<FileVma>> FileVmasIn(pid_t pid, uint64_t addr, uint64_
 // The same from the text of /proc/PID/maps alone (what FileVmasIn falls back to).
 std::optional<std::vector<FileVma>> FileVmasFromText(pid_t pid, uint64_t addr, uint64_t len);
 
+// How far madvise(addr, len, MADV_REMOVE) gets in `pid`: the kernel punches a hole in the file
+// of each mapping in the range, in address order, and stops at the first it refuses (mm/madvise.c:
+// one locked, of no file, or not both shared and writable: EINVAL or EACCES). Returns the
+// address it stops at (`addr` when it refuses the first mapping, addr + len when none), read
+// from the VmFlags of /proc/PID/smaps; nullopt when they cannot be read.
+std::optional<uint64_t> RemovableUpTo(pid_t pid, uint64_t addr, uint64_t len);
+
 }  // namespace amino::monitor::service

@@ -81,9 +81,11 @@ std::vector<long> MountHandler::ExtraTrapped() const {
        {SYS_bind, SYS_connect, SYS_getsockname, SYS_getpeername, SYS_sendto, SYS_sendmmsg}) {
     nrs.push_back(nr);
   }
+  // A hole punched through a shared mapping (MadviseCall).
+  nrs.push_back(SYS_madvise);
   // The kernel's mount calls (mount_kernel_mounts.cc).
   for (long nr : {SYS_mount, SYS_umount2, SYS_pivot_root, SYS_open_tree, SYS_move_mount, SYS_fspick,
-                  SYS_mount_setattr}) {
+                  SYS_mount_setattr, SYS_fsconfig}) {
     nrs.push_back(nr);
   }
   for (long i = 0; i < AMINO_SYS_COUNT; ++i) nrs.push_back(AMINO_SYS_BASE + i);
@@ -258,6 +260,8 @@ Decision MountHandler::Serve(Thread& t, SyscallRegs& call) {
     case SYS_sync:
     case SYS_msync:
       return SyncCall(t, call);
+    case SYS_madvise:
+      return MadviseCall(t, call);
     default:
       break;
   }
@@ -303,6 +307,21 @@ Decision MountHandler::SyncCall(Thread& t, SyscallRegs& call) {
       if (call.arg(2) & MS_SYNC) (void)m->fs->FlushLog();
     }
   }
+  return Decision::Pass();
+}
+
+// madvise(MADV_REMOVE) punches a hole in the file a shared mapping maps, which for a served
+// file is its mapping file: the schema gets the same zeros before the kernel makes them.
+Decision MountHandler::MadviseCall(Thread& t, SyscallRegs& call) {
+  const uint64_t addr = call.arg(0), len = call.arg(1);
+  // The kernel refuses an unaligned address, and anything but MADV_REMOVE is not trapped
+  // (ptrace backend: every call stops).
+  if (call.arg(2) != MADV_REMOVE || shared_maps_.empty() || addr % 4096 != 0) {
+    return Decision::Pass();
+  }
+  const CallOutcome o = shared_maps_.RemoveMapped(t.proc->tgid, addr, len);
+  if (o.kind == CallOutcome::Kind::kConflict) return Conflict();
+  if (o.kind == CallOutcome::Kind::kStorage || !o.status.ok()) return Decision::Emulate(-EIO);
   return Decision::Pass();
 }
 

@@ -209,6 +209,7 @@ class MountHandler : public CallHandler, public TxnControl {
   Decision ServeInTxn(Thread& t, SyscallRegs& call);
   Decision MmapCall(Thread& t, SyscallRegs& call);
   Decision SyncCall(Thread& t, SyscallRegs& call);
+  Decision MadviseCall(Thread& t, SyscallRegs& call);
   // --- mount_open.cc
   Decision OpenAt2(Thread& t, SyscallRegs& call);
   Decision Open(Thread& t, SyscallRegs& call, int dirfd, uint64_t path_addr, int flags, mode_t mode,

@@ -78,6 +78,13 @@ SharedMappings::Mapping* SharedMappings::FindMutable(const MountFs& m, schema::F
   return it == files_.end() ? nullptr : &it->second;
 }
 
+std::map<SharedMappings::Key, SharedMappings::Mapping>::iterator SharedMappings::FindByInode(
+    dev_t dev, ino_t ino) {
+  return std::find_if(files_.begin(), files_.end(), [&](const auto& file) {
+    return file.second.ino == ino && file.second.dev == dev;
+  });
+}
+
 const SharedMappings::Mapping* SharedMappings::Find(const MountFs& m, schema::FileId id) const {
   auto it = files_.find({&m, id});
   return it == files_.end() ? nullptr : &it->second;
@@ -280,15 +287,50 @@ CallOutcome SharedMappings::WriteBack(MountFs& m, schema::FileId id, uint64_t fr
   return o;
 }
 
+CallOutcome SharedMappings::RemoveMapped(pid_t pid, uint64_t addr, uint64_t len) {
+  const std::optional<std::vector<FileVma>> vmas = FileVmasIn(pid, addr, len);
+  if (!vmas || vmas->empty()) return {};
+  const bool ours = std::any_of(vmas->begin(), vmas->end(), [&](const FileVma& vma) {
+    return FindByInode(vma.dev, vma.ino) != files_.end();
+  });
+  if (!ours) return {};
+  const std::optional<uint64_t> up_to = RemovableUpTo(pid, addr, len);
+  if (!up_to) return {};
+  static const std::vector<char> zeros(kChunk, '\0');
+  for (const FileVma& vma : *vmas) {
+    auto it = FindByInode(vma.dev, vma.ino);
+    const uint64_t lo = std::max(vma.start, addr), hi = std::min(vma.end, *up_to);
+    if (it == files_.end() || lo >= hi) continue;
+    MountFs& m = *const_cast<MountFs*>(it->first.first);
+    const schema::FileId id = it->first.second;
+    const uint64_t from = vma.offset + (lo - vma.start), to = vma.offset + (hi - vma.start);
+    CallOutcome o = RunCallAlone(m, [&](schema::Transaction& txn) -> Status {
+      auto st = m.fs->FStat(txn, id);
+      if (!st.ok()) return st.status();
+      // As fallocate's PUNCH_HOLE | KEEP_SIZE: zeros inside the file, its size unchanged.
+      for (uint64_t at = from; at < std::min(to, st->attr.size);) {
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, std::min(to, st->attr.size) - at));
+        auto w = m.fs->Write(txn, schema::Cred::Root(), id, at, zeros.data(), n);
+        if (!w.ok()) return w.status();
+        at += n;
+      }
+      return Status::Ok();
+    });
+    if (o.kind == CallOutcome::Kind::kDone && o.status.error() == ESTALE) continue;  // gone
+    if (o.kind != CallOutcome::Kind::kDone || !o.status.ok()) return o;
+    // The punched pages are zeros in both; a store there later is compared afresh.
+    it->second.marks.Forget(from / kPage, (to + kPage - 1) / kPage);
+  }
+  return {};
+}
+
 std::vector<MountFs*> SharedMappings::WriteBackMapped(pid_t pid, uint64_t addr, uint64_t len) {
   const std::optional<std::vector<FileVma>> vmas = FileVmasIn(pid, addr, len);
   if (!vmas) return WriteBackAll();
   std::vector<MountFs*> written;
   const uint64_t end = len > UINT64_MAX - addr ? UINT64_MAX : addr + len;
   for (const FileVma& vma : *vmas) {
-    auto it = std::find_if(files_.begin(), files_.end(), [&](const auto& file) {
-      return file.second.ino == vma.ino && file.second.dev == vma.dev;
-    });
+    auto it = FindByInode(vma.dev, vma.ino);
     if (it == files_.end()) continue;
     const uint64_t lo = std::max(vma.start, addr), hi = std::min(vma.end, end);
     MountFs& m = *const_cast<MountFs*>(it->first.first);

@@ -64,6 +64,11 @@ class SharedMappings {
   // maps (file_vmas.h; every mapped file when the process's mappings cannot be read). Returns
   // the mounts written to.
   std::vector<MountFs*> WriteBackMapped(pid_t pid, uint64_t addr, uint64_t len);
+  // madvise(addr, len, MADV_REMOVE) in process `pid`, before the kernel runs it: it will punch
+  // a hole in the mapping files the range maps (up to a mapping it refuses: RemovableUpTo),
+  // and those bytes of the files read as zeros in the schema too, as they do in every mapping.
+  // A lock conflict comes back as kConflict (the caller parks; doing it again changes nothing).
+  CallOutcome RemoveMapped(pid_t pid, uint64_t addr, uint64_t len);
   // The monitor wrote `len` bytes at `at` of `id`, or set its size: the mapping file follows.
   // (Writes made in an application transaction are seen by mappers at once: mappings are not
   // isolated. After an abort, RefreshAll brings the mount's mapping files back to the schema,
@@ -105,6 +110,8 @@ class SharedMappings {
   // Copies schema bytes [from, to) of the file into its mapping file, and its size.
   CallOutcome CopyIn(MountFs& m, schema::FileId id, int fd, uint64_t from, uint64_t to);
   Mapping* FindMutable(const MountFs& m, schema::FileId id);
+  // The mapping file whose device and inode a tracee's mapping shows.
+  std::map<Key, Mapping>::iterator FindByInode(dev_t dev, ino_t ino);
   std::string MakeDirectory();
 
   std::string dir_;

@@ -4,7 +4,8 @@
 // fallocate modes (plain, KEEP_SIZE, PUNCH_HOLE, ZERO_RANGE, COLLAPSE_RANGE, INSERT_RANGE),
 // copy_file_range within F and between F and G, sendfile, splice through a pipe, and stores
 // through MAP_SHARED mappings (a long-lived one over F's first 64 KiB and short-lived ones over
-// the whole file) — and reads back through pread, mappings and a reopened descriptor.
+// the whole file), and holes punched through a mapping (MADV_REMOVE) — and reads back through
+// pread, mappings and a reopened descriptor.
 //
 // Usage: fileexerciser DIR SEED OPS [--plant-loss]
 // Prints "ok ops=N seed=S ..." and the count of each operation (and of those the file system
@@ -52,16 +53,17 @@ enum Op {
   kWindowRead,
   kWriteG,
   kReopen,
+  kMapRemove,
   kOps
 };
 
 static const char* const kNames[kOps] = {
     "pwrite",   "pread",        "append",      "ftruncate", "truncate", "fallocate", "collapse",
     "insert",   "copy-within",  "copy-in",     "copy-out",  "sendfile", "splice",    "map-write",
-    "map-read", "window-write", "window-read", "write-g",   "reopen"};
+    "map-read", "window-write", "window-read", "write-g",   "reopen",   "map-remove"};
 
 // Relative frequencies: reads and writes most, whole-file checks less.
-static const int kWeight[kOps] = {8, 8, 2, 3, 1, 4, 2, 2, 3, 3, 2, 2, 2, 3, 1, 4, 4, 3, 1};
+static const int kWeight[kOps] = {8, 8, 2, 3, 1, 4, 2, 2, 3, 3, 2, 2, 2, 3, 1, 4, 4, 3, 1, 2};
 
 struct File {
   const char* path;
@@ -342,6 +344,24 @@ static void MapRead(void) {
   Check(munmap(p, f.size), "munmap");
 }
 
+// madvise(MADV_REMOVE) over whole pages of a mapping of the file: a hole punched in the file,
+// as fallocate's PUNCH_HOLE | KEEP_SIZE makes (zeros inside the file, the size unchanged).
+static void MapRemove(void) {
+  if (f.size == 0) return;
+  size_t pages = (f.size + kBlock - 1) / kBlock, first = Below(pages);
+  size_t count = 1 + Below(pages - first < 16 ? pages - first : 16);
+  size_t at = first * kBlock, n = count * kBlock;
+  Note("map-remove [%zu, +%zu) of size %zu", at, n, f.size);
+  unsigned char* p = mmap(NULL, f.size, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd, 0);
+  if (p == MAP_FAILED) Fail("mmap: %s", strerror(errno));
+  long r = madvise(p + at, n, MADV_REMOVE);
+  Check(munmap(p, f.size), "munmap");
+  if (Unsupported(r, kMapRemove)) return;
+  Check(r, "madvise MADV_REMOVE");
+  size_t end = at + n < f.size ? at + n : f.size;
+  memset(f.model + at, 0, end - at);
+}
+
 static size_t WindowLimit(void) { return f.size < kWindow ? f.size : kWindow; }
 
 static void WindowWrite(void) {
@@ -475,6 +495,9 @@ int main(int argc, char** argv) {
       }
       case kReopen:
         Reopen();
+        break;
+      case kMapRemove:
+        MapRemove();
         break;
       case kOps:
         break;
