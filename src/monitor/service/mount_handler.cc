@@ -250,6 +250,7 @@ Decision MountHandler::Serve(Thread& t, SyscallRegs& call) {
     case SYS_move_mount:
     case SYS_fspick:
     case SYS_mount_setattr:
+    case SYS_fsconfig:
       return KernelMountCall(t, call);
     case SYS_chroot:
       return Chroot(t, call);

@@ -397,6 +397,9 @@ class MountHandler : public CallHandler, public TxnControl {
   // mount, umount2, pivot_root, open_tree, move_mount, fspick, mount_setattr: EINVAL when a
   // path they name is in a mount.
   Decision KernelMountCall(Thread& t, SyscallRegs& call);
+  Decision MountOptions(Thread& t, SyscallRegs& call);
+  Decision Fsconfig(Thread& t, SyscallRegs& call);
+  long MountPathError(Thread& t, int dirfd, const std::string& path);
   // Whether the walk of `path` from `dirfd` starts inside a mount (a relative path from a
   // virtual cwd or a served directory): the monitor then answers for it, errors included.
   bool WalkStartsInMount(Thread& t, int dirfd, const std::string& path);

@@ -4,13 +4,19 @@
 // writes the monitor never sees; mounted over, remounted or unmounted (the cover of
 // mount_cover.h, as root) it would stop defending the host directory. So every such call that
 // names a path in a mount fails with EINVAL, the kernel's answer for a path that is no mount
-// (or no place for one); the same calls elsewhere go to the kernel untouched.
+// (or no place for one); the same calls elsewhere go to the kernel untouched. The paths a new
+// mount's options name are checked the same way, in mount's data string and in fsconfig
+// (overlayfs's upperdir and workdir take writes: an upper directory in a mount would write
+// into the host directory, also unprivileged, in a user namespace of the program's own).
 #include <fcntl.h>
+#include <linux/mount.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
 
 #include <cerrno>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "monitor/service/mount_handler.h"
 #include "monitor/tracee_memory.h"
@@ -25,10 +31,100 @@ struct MountPathArg {
   int dirfd;  // AT_FDCWD for the calls without one
 };
 
+// The options that name directories (overlayfs's; no other file system names a directory in
+// its options). lowerdir and datadir in mount's data string are lists separated by ':'.
+bool NamesPaths(std::string_view key) {
+  return key == "lowerdir" || key == "upperdir" || key == "workdir" || key == "datadir" ||
+         key == "lowerdir+" || key == "datadir+";
+}
+bool IsList(std::string_view key) { return key == "lowerdir" || key == "datadir"; }
+
+// `text` split at each `sep` that no backslash escapes, the escapes taken out (as overlayfs
+// reads its options and its lists of directories).
+std::vector<std::string> SplitEscaped(std::string_view text, char sep) {
+  std::vector<std::string> parts(1);
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\\' && i + 1 < text.size()) {
+      parts.back() += text[++i];
+    } else if (text[i] == sep) {
+      parts.emplace_back();
+    } else {
+      parts.back() += text[i];
+    }
+  }
+  return parts;
+}
+
+// The directories named by option `key` = `value`.
+std::vector<std::string> OptionPaths(std::string_view key, std::string_view value) {
+  if (!NamesPaths(key)) return {};
+  if (IsList(key)) return SplitEscaped(value, ':');
+  return {std::string(value)};
+}
+
 }  // namespace
+
+// Whether `path`, walked from `dirfd`, is a path in a mount: 0 when it is not (or the kernel
+// will say what is wrong with it), else the call's error.
+long MountHandler::MountPathError(Thread& t, int dirfd, const std::string& path) {
+  if (path.empty()) return 0;
+  Target target;
+  if (int err = Resolve(t, dirfd, path, false, LastName::kFollow, &target)) {
+    // A path the monitor must answer for (a virtual cwd or directory) but cannot resolve.
+    return WalkStartsInMount(t, dirfd, path) ? err : 0;
+  }
+  return target.kind == Target::Kind::kHost ? 0 : -EINVAL;
+}
+
+// mount(2)'s options for a new mount or a remount: "key=value,..." (commas escaped as overlayfs
+// reads them), at most a page.
+Decision MountHandler::MountOptions(Thread& t, SyscallRegs& call) {
+  if (!call.arg(4) || (call.arg(3) & (MS_BIND | MS_MOVE))) return Decision::Pass();
+  std::string data;
+  if (ReadString(*t.proc, call.arg(4), 4096, &data) != 0) return Decision::Pass();  // the kernel's
+  for (const std::string& option : SplitEscaped(data, ',')) {
+    const size_t eq = option.find('=');
+    if (eq == std::string::npos) continue;
+    for (const std::string& path : OptionPaths(option.substr(0, eq), option.substr(eq + 1))) {
+      if (long err = MountPathError(t, AT_FDCWD, path)) return Decision::Emulate(err);
+    }
+  }
+  return Decision::Pass();
+}
+
+// fsconfig(fd, cmd, key, value, aux): a directory named by a string option, or any option
+// given as a path or a descriptor.
+Decision MountHandler::Fsconfig(Thread& t, SyscallRegs& call) {
+  const unsigned cmd = static_cast<unsigned>(call.arg(1));
+  std::string key, value;
+  if (cmd != FSCONFIG_SET_STRING && cmd != FSCONFIG_SET_PATH && cmd != FSCONFIG_SET_PATH_EMPTY &&
+      cmd != FSCONFIG_SET_FD) {
+    return Decision::Pass();
+  }
+  if (ReadString(*t.proc, call.arg(2), 256, &key) != 0) return Decision::Pass();
+  const int aux = static_cast<int>(call.arg(4));
+  if (cmd == FSCONFIG_SET_FD) {
+    return ServedOf(t, aux) ? Decision::Emulate(-EINVAL) : Decision::Pass();
+  }
+  if (ReadString(*t.proc, call.arg(3), PATH_MAX, &value) != 0) return Decision::Pass();
+  if (cmd == FSCONFIG_SET_STRING) {
+    for (const std::string& path : OptionPaths(key, value)) {
+      if (long err = MountPathError(t, AT_FDCWD, path)) return Decision::Emulate(err);
+    }
+    return Decision::Pass();
+  }
+  // FSCONFIG_SET_PATH(_EMPTY): `value` from the directory descriptor `aux`; empty, `aux` itself.
+  if (value.empty()) {
+    return cmd == FSCONFIG_SET_PATH_EMPTY && ServedOf(t, aux) ? Decision::Emulate(-EINVAL)
+                                                              : Decision::Pass();
+  }
+  if (long err = MountPathError(t, aux, value)) return Decision::Emulate(err);
+  return Decision::Pass();
+}
 
 Decision MountHandler::KernelMountCall(Thread& t, SyscallRegs& call) {
   const long nr = call.nr();
+  if (nr == SYS_fsconfig) return Fsconfig(t, call);
   MountPathArg paths[2] = {{-1, AT_FDCWD}, {-1, AT_FDCWD}};
   switch (nr) {
     case SYS_mount: {
@@ -73,6 +169,7 @@ Decision MountHandler::KernelMountCall(Thread& t, SyscallRegs& call) {
     }
     if (target.kind != Target::Kind::kHost) return Decision::Emulate(-EINVAL);
   }
+  if (nr == SYS_mount) return MountOptions(t, call);
   return Decision::Pass();
 }
 
