@@ -5,8 +5,8 @@
 
 #include <errno.h>
 
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <optional>
 #include <vector>

@@ -113,7 +113,9 @@ std::optional<uint64_t> RemovableUpTo(pid_t pid, uint64_t addr, uint64_t len) {
       continue;
     }
     if (!in_range || line.rfind("VmFlags:", 0) != 0) continue;
-    auto flag = [&line](const char* f) { return line.find(std::string(" ") + f) != std::string::npos; };
+    auto flag = [&line](const char* f) {
+      return line.find(std::string(" ") + f) != std::string::npos;
+    };
     if (!has_file || flag("lo") || !flag("sh") || !flag("mw")) return start;
     in_range = false;
   }

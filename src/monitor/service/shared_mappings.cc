@@ -309,7 +309,8 @@ CallOutcome SharedMappings::RemoveMapped(pid_t pid, uint64_t addr, uint64_t len)
       if (!st.ok()) return st.status();
       // As fallocate's PUNCH_HOLE | KEEP_SIZE: zeros inside the file, its size unchanged.
       for (uint64_t at = from; at < std::min(to, st->attr.size);) {
-        const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, std::min(to, st->attr.size) - at));
+        const size_t n =
+            static_cast<size_t>(std::min<uint64_t>(kChunk, std::min(to, st->attr.size) - at));
         auto w = m.fs->Write(txn, schema::Cred::Root(), id, at, zeros.data(), n);
         if (!w.ok()) return w.status();
         at += n;
