@@ -313,7 +313,6 @@ Result<Stat> FileSystem::Mknod(Transaction& txn, const Cred& c, std::string_view
       break;
     case S_IFCHR:
     case S_IFBLK:
-      if (!c.has(kCapMknod)) return Status::Errno(EPERM);
       break;
     case S_IFDIR:
       return Status::Errno(EPERM);
@@ -323,6 +322,8 @@ Result<Stat> FileSystem::Mknod(Transaction& txn, const Cred& c, std::string_view
   AMINO_ASSIGN_OR_RETURN(Resolved r, ResolveEntry(ops, t, c, path));
   AMINO_ASSIGN_OR_RETURN(Node parent, CreationParent(ops, t, c, r, false));
   bool device = S_ISCHR(mode) || S_ISBLK(mode);
+  // After the name and the directory's permission (vfs_mknod: may_create, then CAP_MKNOD).
+  if (device && !c.has(kCapMknod)) return Status::Errno(EPERM);
   AMINO_ASSIGN_OR_RETURN(Node n, ops.CreateNode(t, c, r.path(), mode & (S_IFMT | 07777), umask,
                                                 device ? rdev : 0, parent));
   return Stat{n.id, n.attr};

@@ -4,8 +4,13 @@ on ext4: a uid-0 process with no capabilities (setpriv emptying the bounding set
 reading another user's 0600 file, chmod and chown of it, mknod of a device and creating in
 another user's directory; a uid-65534 process holding CAP_DAC_OVERRIDE (an ambient capability)
 reads and writes root's 0600 file and creates in root's directory, but may not chmod root's
-file (that needs CAP_FOWNER). Each operation's result (OK, EACCES, EPERM) on a mount must equal
-the kernel's, on every backend. Before the fix the uid-0 process did everything and the
+file (that needs CAP_FOWNER). Then uid 65534 holding each of the other capabilities the checks
+know, one at a time: CAP_DAC_READ_SEARCH (lists and reads in root's 0700 directory, writes
+nothing), CAP_FOWNER (chmod and explicit times of root's file), CAP_CHOWN, CAP_FSETID (a
+set-group-ID bit kept by chmod outside the file's group, a set-user-ID bit kept by a write),
+CAP_MKNOD (a device node in its own directory) and CAP_SYS_ADMIN (trusted.* attributes).
+Each operation's result (OK, EACCES, EPERM, or the mode it leaves) on a mount must equal the
+kernel's, on every backend. Before the fix the uid-0 process did everything and the
 CAP_DAC_OVERRIDE one nothing."""
 
 import os
@@ -20,6 +25,9 @@ cd "$D"
 printf secret > own65534; chown 65534:65534 own65534; chmod 600 own65534
 printf rootdata > rootfile; chmod 600 rootfile
 mkdir d65534 droot; chown 65534:65534 d65534; chmod 755 d65534 droot
+mkdir dpriv; printf private > dpriv/f; chmod 700 dpriv; chmod 600 dpriv/f
+printf g > sgid65534; chown 65534:0 sgid65534; chmod 755 sgid65534
+printf s > suid65534; chown 65534:65534 suid65534; chmod 4755 suid65534
 '''
 PROBE = r'''
 cd "$D"
@@ -42,6 +50,16 @@ r mknod-dev mknod droot/null c 1 3
 r create-in-other touch d65534/x
 r create-in-root touch droot/y
 r write-root sh -c 'printf x >> rootfile'
+r list-private ls dpriv
+r read-private cat dpriv/f
+r write-private sh -c 'printf x >> dpriv/f'
+r times-root touch -d @0 rootfile
+r mknod-own mknod d65534/null c 1 3
+r trusted-xattr setfattr -n trusted.amino -v 1 rootfile
+r user-xattr-root setfattr -n user.amino -v 1 rootfile
+# The mode a call leaves: the kernel drops these bits without CAP_FSETID, and fails nothing.
+chmod 2755 sgid65534 2>/dev/null; echo "sgid-by-chmod=$(stat -c %a sgid65534)"
+printf x >> suid65534 2>/dev/null; echo "suid-after-write=$(stat -c %a suid65534)"
 '''
 
 
@@ -54,8 +72,21 @@ def dac_override_nobody(argv):
             "--inh-caps=+dac_override", "--ambient-caps=+dac_override", "--"] + argv
 
 
+def nobody_with(cap):
+    def wrap(argv):
+        return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                "--inh-caps=+" + cap, "--ambient-caps=+" + cap, "--"] + argv
+    return wrap
+
+
 WHO = (("uid 0 without capabilities", no_caps_root),
-       ("uid 65534 with CAP_DAC_OVERRIDE", dac_override_nobody))
+       ("uid 65534 with CAP_DAC_OVERRIDE", dac_override_nobody),
+       ("uid 65534 with CAP_DAC_READ_SEARCH", nobody_with("dac_read_search")),
+       ("uid 65534 with CAP_FOWNER", nobody_with("fowner")),
+       ("uid 65534 with CAP_CHOWN", nobody_with("chown")),
+       ("uid 65534 with CAP_FSETID", nobody_with("fsetid")),
+       ("uid 65534 with CAP_MKNOD", nobody_with("mknod")),
+       ("uid 65534 with CAP_SYS_ADMIN", nobody_with("sys_admin")))
 
 
 def results(out):
@@ -81,6 +112,17 @@ def body(scratch):
              native[WHO[1][0]]["read-root"] == "OK",
              "negative control: the kernel did not refuse the capability-less root or did not "
              "let CAP_DAC_OVERRIDE read: %r" % native)
+    # Each capability makes a difference the probes see: none of them is untested.
+    plain = native["uid 65534 with CAP_CHOWN"]
+    for who, key in (("uid 65534 with CAP_DAC_READ_SEARCH", "read-private"),
+                     ("uid 65534 with CAP_FOWNER", "times-root"),
+                     ("uid 65534 with CAP_FSETID", "sgid-by-chmod"),
+                     ("uid 65534 with CAP_MKNOD", "mknod-own"),
+                     ("uid 65534 with CAP_SYS_ADMIN", "trusted-xattr")):
+        hc.check(native[who][key] != plain[key], "negative control: natively %s and CAP_CHOWN "
+                 "give %s the same result, %s" % (who, key, plain[key]))
+    hc.check(plain["chown-other"] != native["uid 65534 with CAP_FOWNER"]["chown-other"],
+             "negative control: natively CAP_CHOWN made no difference to chown")
     for backend in hc.BACKENDS:
         for i, (who, wrap) in enumerate(WHO):
             db = os.path.join(scratch, "db-%s-%d" % (backend, i))
