@@ -8,12 +8,13 @@ bool IsRoot(std::string_view root) { return root.empty() || root == "/"; }
 
 }  // namespace
 
-std::string HostPathInRoot(std::string_view root, std::string_view path) {
+std::string HostPathInRoot(std::string_view root, std::string_view path, bool keep_climbs) {
   if (IsRoot(root)) return std::string(path);
   std::string out(root);
   while (out.size() > 1 && out.back() == '/') out.pop_back();
   // Depth below the root that the kept components reach; a ".." at depth 0 is the root's own.
   long depth = 0;
+  bool named = false;  // a name came before: the walk may be below the root despite `depth`
   size_t at = 0;
   while (at < path.size()) {
     size_t end = path.find('/', at);
@@ -26,10 +27,11 @@ std::string HostPathInRoot(std::string_view root, std::string_view path) {
       continue;
     }
     if (c == "..") {
-      if (depth == 0) continue;
-      --depth;
+      if (depth == 0 && !(keep_climbs && named)) continue;
+      if (depth > 0) --depth;
     } else {
       ++depth;
+      named = true;
     }
     out += '/';
     out += c;

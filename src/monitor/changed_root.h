@@ -15,7 +15,10 @@ namespace amino::monitor {
 // The host path for `path`, absolute as the process wrote it. ".." at the process's root stays
 // there, as the kernel's walk keeps it: such components are dropped, lexically. Other
 // components are kept as written (the walk that follows checks "x/.." against the kernel).
-std::string HostPathInRoot(std::string_view root, std::string_view path);
+// With `keep_climbs`, a ".." that lexically climbs back to the root from a name before it is
+// kept too: that name may be a link to a deeper directory ("/l/../.." is "/x" when l leads to
+// /x/y), which only the walk's check against the kernel knows.
+std::string HostPathInRoot(std::string_view root, std::string_view path, bool keep_climbs = false);
 
 // `host` (a normal absolute host path) as the process names it from `root`; nullopt when it is
 // not at or below the root, where no absolute path of the process reaches.

@@ -30,6 +30,15 @@ TEST(ChangedRoot, DotDotAtTheRootStaysThere) {
   EXPECT_EQ(HostPathInRoot("/r/s", "/m/."), "/r/s/m/.");
 }
 
+TEST(ChangedRoot, ClimbsAfterANameAreKeptForTheWalksCheck) {
+  // "/l/../.." climbs above the root only lexically: l may lead to a deeper directory.
+  EXPECT_EQ(HostPathInRoot("/r/s", "/l/../../m/f", true), "/r/s/l/../../m/f");
+  EXPECT_EQ(HostPathInRoot("/r/s", "/l/../../m/f"), "/r/s/l/../m/f");
+  // Leading ".." never left the root: dropped either way.
+  EXPECT_EQ(HostPathInRoot("/r/s", "/../../m/f", true), "/r/s/m/f");
+  EXPECT_EQ(HostPathInRoot("/r/s", "/m/../../x", true), "/r/s/m/../../x");
+}
+
 TEST(ChangedRoot, HostPathsNamedFromTheRoot) {
   EXPECT_EQ(*PathFromRoot("/r/s", "/r/s"), "/");
   EXPECT_EQ(*PathFromRoot("/r/s", "/r/s/m/f"), "/m/f");

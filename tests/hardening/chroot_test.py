@@ -81,7 +81,7 @@ def body(scratch):
         _, out, _ = hc.run(hc.amino_run(backend, ["sh", "-c", script], mounts=[(mp, db)]),
                            "into and handle on %s" % backend)
         want = ["into=OK", "root=d,f,g,sub", "into=EPERM", "into=OK", "root=d,f,g,sub",
-                "into=OK", "root=hl,m", "into=OK", "root=hl,m", "handle=EOPNOTSUPP",
+                "into=OK", "root=hl,hl2,m,x", "into=OK", "root=hl,hl2,m,x", "handle=EOPNOTSUPP",
                 "handle=EOPNOTSUPP", "handle=OK"]
         hc.check(out.split() == want, "%s: into and handle said %r, not %r" % (
             backend, out.split(), want))

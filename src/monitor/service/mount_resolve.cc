@@ -102,17 +102,41 @@ std::optional<Result<mounts::ClassifiedPath>> MountHandler::LinksIntoMount(const
   return host_links_.IntoMount(*own, follow_last, root);
 }
 
+namespace {
+
+// `host_path` (the monitor's name) opened O_PATH as a process whose root is `root` walks it:
+// after a chroot an absolute link on the way leads from that root, and ".." stops there
+// (RESOLVE_IN_ROOT). -1 with errno on failure.
+int OpenAsWalkedFrom(const std::string& root, const std::string& host_path) {
+  if (root == "/") return open(host_path.c_str(), O_PATH | O_CLOEXEC);
+  const std::optional<std::string> own = PathFromRoot(root, host_path);
+  if (!own) {
+    errno = ENOENT;
+    return -1;
+  }
+  host::ScopedFd root_fd(open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (root_fd.get() < 0) return -1;
+  open_how how{};
+  how.flags = O_PATH | O_CLOEXEC;
+  how.resolve = RESOLVE_IN_ROOT;
+  return static_cast<int>(syscall(SYS_openat2, root_fd.get(), own->c_str(), &how, sizeof how));
+}
+
+}  // namespace
+
 int MountHandler::WhereDotDotLeads(Thread& t, const mounts::ClassifiedPath& r,
                                    std::string* kernel_dir) {
-  struct stat seen, expected;
+  const std::string root = RootOf(t);
   host::AsTracee as(HostCredsOf(t));
-  if (stat(r.check_path.c_str(), &seen) != 0) return -errno;
-  if (stat(r.check_expect.c_str(), &expected) == 0 && seen.st_dev == expected.st_dev &&
-      seen.st_ino == expected.st_ino) {
+  host::ScopedFd dir(OpenAsWalkedFrom(root, r.check_path));
+  if (dir.get() < 0) return -errno;
+  host::ScopedFd expect(OpenAsWalkedFrom(root, r.check_expect));
+  struct stat seen, expected;
+  if (fstat(dir.get(), &seen) != 0) return -errno;
+  if (expect.get() >= 0 && fstat(expect.get(), &expected) == 0 &&
+      seen.st_dev == expected.st_dev && seen.st_ino == expected.st_ino) {
     return 0;
   }
-  host::ScopedFd dir(open(r.check_path.c_str(), O_PATH | O_CLOEXEC));
-  if (dir.get() < 0) return -errno;
   *kernel_dir = host::ReadLink("/proc/self/fd/" + std::to_string(dir.get()));
   return 0;
 }
@@ -207,7 +231,7 @@ int MountHandler::Resolve(Thread& t, int dirfd, const std::string& as_given, boo
   // After a chroot an absolute path is the process's, from its root; a /proc link's is the
   // host's already.
   if (through.empty() && out->root != "/" && !as_given.empty() && as_given[0] == '/')
-    through = HostPathInRoot(out->root, as_given);
+    through = HostPathInRoot(out->root, as_given, true);
   WalkBase walk;
   if (auto answer =
           WalkBaseOf(t, dirfd, through.empty() ? as_given : through, empty_ok, out, &walk))

@@ -116,6 +116,18 @@ int main(int argc, char** argv) {
   Create("create-through-host-link", "/hl/h", "through a host link");
   snprintf(path, sizeof path, "/%s/d/h", name);
   Read("read-through-host-link", path);
+  // ".." after that link: the directory above its target in the new root, /NAME.
+  Read("read-host-link-dotdot", "/hl/../f");
+  printf("chdir-slash=%s\n", chdir("/") == 0 ? "OK" : Err());
+  Read("read-relative-link-dotdot", "hl/../d/h");
+  snprintf(path, sizeof path, "/%s/d", name);
+  printf("chdir-back=%s\n", chdir(path) == 0 ? "OK" : Err());
+  // A host link whose absolute target is a host directory of the new root (which the
+  // monitor's root lacks), and ".." from there back up into the mount.
+  printf("mkdir-host=%s\n", mkdir("/x", 0755) == 0 && mkdir("/x/y", 0755) == 0 ? "OK" : Err());
+  printf("host-symlink-out=%s\n", symlink("/x/y", "/hl2") == 0 ? "OK" : Err());
+  snprintf(path, sizeof path, "/hl2/../../%s/f", name);
+  Read("read-host-link-out-dotdot", path);
   snprintf(path, sizeof path, "/%s", name);
   printf("chroot-mount=%s\n", chroot(path) == 0 ? "OK" : Err());
   printf("chdir-root=%s\n", chdir("/") == 0 ? "OK" : Err());
