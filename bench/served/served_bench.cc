@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -278,6 +279,17 @@ const std::vector<Kind>& Kinds() {
            [](Fixture& f, int) {
              const long copy = Sys(SYS_fcntl, f.fd, F_DUPFD_CLOEXEC, 0);
              return copy >= 0 && Sys(SYS_close, copy) == 0;
+           }},
+      {.name = "mmap-4k",
+       .what = "mmap of an open 4 KiB file (MAP_PRIVATE, PROT_READ) + munmap (2 calls; a "
+               "loader's mapping of a library)",
+       .setup = OpenSmall,
+       .op =
+           [](Fixture& f, int) {
+             void* p = mmap(nullptr, kPage, PROT_READ, MAP_PRIVATE, f.fd, 0);
+             if (p == MAP_FAILED) return false;
+             const bool ok = static_cast<const char*>(p)[kPage - 1] == 'a';
+             return munmap(p, kPage) == 0 && ok;
            }},
       {.name = "fcntl-setfd",
        .what = "fcntl F_SETFD FD_CLOEXEC of an open file",

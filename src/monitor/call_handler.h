@@ -29,6 +29,8 @@ struct Decision {
     kRestart,      // the handler injected calls and re-armed the call: resume as is
     kPark,         // cannot proceed now (a lock is held): keep the thread stopped, ask again
     kReplied,      // a notified call the handler answered itself (with a descriptor)
+    kStopFirst,    // a notified call the handler serves only at a ptrace stop: it is restarted
+                   // to stop for the tracer (Tracer::StopOnRestart; mmap only), then asked again
   };
   Kind kind = Kind::kPass;
   long result = 0;
@@ -50,6 +52,7 @@ struct Decision {
   static Decision ParkInvisibly() { return {Kind::kPark, 0, false}; }
   static Decision ParkForLock(bool interruptible) { return {Kind::kPark, 0, interruptible, true}; }
   static Decision Replied() { return {Kind::kReplied, 0}; }
+  static Decision StopFirst() { return {Kind::kStopFirst, 0}; }
 };
 
 class CallHandler {
@@ -59,7 +62,8 @@ class CallHandler {
   // decision is kPass or kObserveExit. A notified call (call.notified) allows only kPass,
   // kEmulate, kPark and kReplied, and kObserveExit for a call that neither waits nor restarts
   // (fcntl's copies): the kernel runs it as made, and the thread is interrupted on its way
-  // back to user space, where OnExit sees the result.
+  // back to user space, where OnExit sees the result. A notified mmap may also be kStopFirst:
+  // it comes back as a stopped call.
   virtual Decision OnEntry(Thread& t, SyscallRegs& call) = 0;
   // Whether the handler may need a ptrace stop for call `nr` (to rewrite registers, inject
   // calls or see the exit). The others reach it by notification when the backend offers it.

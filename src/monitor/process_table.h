@@ -69,12 +69,19 @@ struct Thread {
   State state = State::kRunning;
   bool want_exit_stop = false;     // resume with PTRACE_SYSCALL to see this call's exit
   bool exit_at_interrupt = false;  // a notified call's result is read at the interrupt stop
-  bool starting = false;           // the command's process before its exec: not traced yet
-  bool in_syscall = false;         // ptrace backend: between entry and exit stops
-  long pending_nr = -1;            // the call whose exit is awaited
-  bool parked_seccomp = false;     // a parked call was stopped by the filter (not PTRACE_SYSCALL)
-  long interrupted_nr = -1;        // a parked call given way to a signal: restarted at its exit
-  unsigned long stop_data = 0;     // the filter's data at the last seccomp stop
+  bool stop_on_restart = false;    // a notified call is marked at the interrupt stop to stop
+  bool restart_marked = false;     // ... and was: its mark is taken off at its seccomp stop
+  bool restart_unmarked = false;   // ... and was, for the stop being handled
+  // ... where it was let run: the kernel checks it against the filter again, which notifies
+  // it, unmarked; that notification is answered at once (Tracer::PassRecheck).
+  bool recheck_pending = false;
+  unsigned long long recheck_args[6] = {};
+  bool starting = false;        // the command's process before its exec: not traced yet
+  bool in_syscall = false;      // ptrace backend: between entry and exit stops
+  long pending_nr = -1;         // the call whose exit is awaited
+  bool parked_seccomp = false;  // a parked call was stopped by the filter (not PTRACE_SYSCALL)
+  long interrupted_nr = -1;     // a parked call given way to a signal: restarted at its exit
+  unsigned long stop_data = 0;  // the filter's data at the last seccomp stop
   unsigned long long pending_args[6] = {};
   // The last notified call the kernel was let to run (or failed with ERESTARTSYS as a kernel
   // wait fails). An ERESTARTSYS at a signal-delivery stop for that very call is the kernel's

@@ -226,6 +226,7 @@ void Tracer::HandleStop(pid_t tid, int status) {
     OnSyscallStop(*t, false);
     return;
   }
+  if (event == PTRACE_EVENT_STOP && t->stop_on_restart) MarkRestart(*t);
   if (event == PTRACE_EVENT_STOP && t->exit_at_interrupt) {
     // A notified call the handler observes has returned (DispatchNotified); the stop itself
     // is handled below as any other.

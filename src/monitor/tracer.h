@@ -44,6 +44,15 @@ class Tracer {
   // The seccomp filter's rules: the trapped calls (by notification where the handler allows),
   // the conditions on clone, mmap and fcntl, and the refusals (tracer_start.cc).
   std::vector<ptrace_ext::TrapRule> FilterRules();
+  // A notified mmap the handler answered kStopFirst: interrupted, answered ERESTARTNOINTR, and
+  // marked at the interrupt stop (kStopMark in its flags, a bit the kernel never reads) so
+  // that the restarted call stops for the tracer, where the mark is taken off again.
+  static constexpr uint64_t kStopMark = uint64_t{1} << 40;
+  bool StopOnRestart(Thread& t, const SyscallRegs& call);
+  void MarkRestart(Thread& t);
+  void UnmarkRestart(Thread& t, SyscallRegs& call);
+  void NoteRecheck(Thread& t, const SyscallRegs& call);
+  bool PassRecheck(Thread& t, const SyscallRegs& call);
   // In the forked child: waits for the monitor's seize (`sync_fd`), covers the mount points,
   // installs the filter and execs the command. Never returns.
   [[noreturn]] void ExecCommand(const std::vector<ptrace_ext::TrapRule>& rules,

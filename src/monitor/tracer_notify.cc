@@ -171,6 +171,7 @@ void Tracer::OnNotification() {
 }
 
 void Tracer::DispatchNotified(Thread& t, SyscallRegs& call) {
+  if (PassRecheck(t, call)) return;
   if (const long refused = Refusal(call); refused != 0) {
     listener_.Reply(call.notification_id, refused);
     return;
@@ -208,12 +209,68 @@ void Tracer::DispatchNotified(Thread& t, SyscallRegs& call) {
       if (ptrace_ext::Ptrace(PTRACE_INTERRUPT, t.tid) == 0) t.exit_at_interrupt = true;
       listener_.Continue(call.notification_id);
       return;
+    case Decision::Kind::kStopFirst:
+      if (StopOnRestart(t, call)) return;
+      break;
     case Decision::Kind::kRestart:
       break;
   }
   std::fprintf(stderr, "amino run: internal error: call %ld needs a stop but was notified\n",
                call.nr());
   listener_.Reply(call.notification_id, -ENOSYS);
+}
+
+bool Tracer::StopOnRestart(Thread& t, const SyscallRegs& call) {
+  if (call.nr() != SYS_mmap) return false;
+  // The interrupt is taken on the way back to user space, before the kernel restarts the call
+  // (arch_do_signal_or_restart: the stop comes first, the restart after it); the wait for the
+  // answer is killable only, so the interrupt cannot end it.
+  if (ptrace_ext::Ptrace(PTRACE_INTERRUPT, t.tid) != 0) return false;
+  t.stop_on_restart = true;
+  listener_.Reply(call.notification_id, -kERestartNoIntr);
+  return true;
+}
+
+void Tracer::MarkRestart(Thread& t) {
+  t.stop_on_restart = false;
+  SyscallRegs regs;
+  if (ptrace_ext::Ptrace(PTRACE_GETREGS, t.tid, 0, &regs.regs) != 0) return;
+  // Anything else (a signal was delivered first, and its handler runs before the restart) and
+  // the call comes back notified, to be answered again.
+  if (static_cast<long>(regs.regs.rax) != -kERestartNoIntr ||
+      static_cast<long>(regs.regs.orig_rax) != SYS_mmap) {
+    return;
+  }
+  regs.set_arg(3, regs.arg(3) | kStopMark);
+  if (ptrace_ext::Ptrace(PTRACE_SETREGS, t.tid, 0, &regs.regs) == 0) t.restart_marked = true;
+}
+
+void Tracer::UnmarkRestart(Thread& t, SyscallRegs& call) {
+  t.restart_marked = false;
+  if (call.nr() != SYS_mmap || !(call.arg(3) & kStopMark)) return;
+  // The program's own registers again, before the handler sees the call or copies them.
+  call.set_arg(3, call.arg(3) & ~kStopMark);
+  ptrace_ext::Ptrace(PTRACE_SETREGS, t.tid, 0, &call.regs);
+  t.restart_unmarked = true;
+}
+
+void Tracer::NoteRecheck(Thread& t, const SyscallRegs& call) {
+  t.restart_unmarked = false;
+  // Let run from its stop, the call meets the filter again (the kernel checks a call anew
+  // after a SECCOMP_RET_TRACE stop), which now notifies it: seen already, it is let through.
+  t.recheck_pending = true;
+  for (int i = 0; i < 6; ++i) t.recheck_args[i] = call.arg(i);
+}
+
+bool Tracer::PassRecheck(Thread& t, const SyscallRegs& call) {
+  if (!t.recheck_pending) return false;
+  t.recheck_pending = false;
+  if (call.nr() != SYS_mmap) return false;
+  for (int i = 0; i < 6; ++i) {
+    if (t.recheck_args[i] != call.arg(i)) return false;
+  }
+  listener_.Continue(call.notification_id);
+  return true;
 }
 
 void Tracer::NoteLetRun(Thread& t, const SyscallRegs& call) {

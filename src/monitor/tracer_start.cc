@@ -43,7 +43,15 @@ std::vector<ptrace_ext::TrapRule> Tracer::FilterRules() {
       continue;
     }
     // Anonymous mappings are the loader's and malloc's bread and butter: only file mappings.
-    if (nr == SYS_mmap) r.arg = 3, r.mask = MAP_ANONYMOUS, r.value = 0;
+    if (nr == SYS_mmap) {
+      r.arg = 3, r.mask = MAP_ANONYMOUS, r.value = 0;
+      if (r.notify) {
+        // A notified mmap the handler serves only at a stop is restarted with kStopMark in its
+        // flags' upper half (StopOnRestart), which this rule stops.
+        r.mask |= kStopMark;
+        rules.push_back({nr, false, 3, MAP_ANONYMOUS | kStopMark, kStopMark});
+      }
+    }
     if (r.notify && (nr == SYS_open || nr == SYS_openat)) {
       // The listener cannot install an O_PATH descriptor (ADDFD takes only files that can be
       // read or written), so an O_PATH open the monitor must change (a substitute path: `..`

@@ -26,6 +26,7 @@ void Tracer::OnSyscallStop(Thread& t, bool seccomp) {
   if (seccomp) {
     stats_.Count(StopKind::kSeccomp);
     entry = true;
+    if (t.restart_marked) UnmarkRestart(t, call);
   } else if (!StopsAtEveryEntry()) {
     // Under the filter, syscall stops are only requested to see a call's exit.
     entry = false;
@@ -133,6 +134,11 @@ void Tracer::Emulate(Thread& t, SyscallRegs& call, bool seccomp, long result) {
 
 void Tracer::Dispatch(Thread& t, SyscallRegs& call, bool seccomp) {
   Decision d = handler_.OnEntry(t, call);
+  const bool unmarked = t.restart_unmarked;
+  t.restart_unmarked = false;
+  if (unmarked && (d.kind == Decision::Kind::kPass || d.kind == Decision::Kind::kObserveExit)) {
+    NoteRecheck(t, call);
+  }
   switch (d.kind) {
     case Decision::Kind::kPass:
       t.want_exit_stop = false;
@@ -156,6 +162,7 @@ void Tracer::Dispatch(Thread& t, SyscallRegs& call, bool seccomp) {
       Park(t, d, false, {});
       return;
     case Decision::Kind::kReplied:
+    case Decision::Kind::kStopFirst:
       std::fprintf(stderr, "amino run: internal error: a stopped call answered as notified\n");
       call.Skip(-ENOSYS);
       Ptrace(PTRACE_SETREGS, t.tid, 0, &call.regs);

@@ -38,6 +38,11 @@ class CProgramsTest(ittest.ScenarioTest):
         # by read(); write() and ftruncate() are seen in the mappings; close keeps the stores.
         self.check([program("shared_mapping")], expect_status=0)
 
+    def test_mappings_while_signals_arrive(self):
+        # Under notify a mapping of a served file (and a process's first file mapping) is
+        # restarted to stop for the monitor: signals arriving meanwhile must not show.
+        self.check([program("mapping_signals")], expect_status=0)
+
     def test_fifos_and_device_nodes(self):
         if os.geteuid() != 0:
             self.fail("this test runs as root: it makes device nodes and opens as nobody")

@@ -124,9 +124,10 @@ Decision ProfileHandler::Dispatch(Thread& t, SyscallRegs& call) {
       if (any_file_rules_) return Open(t, call, static_cast<int>(call.arg(0)), call.arg(1));
       break;
     case SYS_mmap:
-      if (!watched_.empty() && (call.arg(2) & PROT_EXEC) && !call.notified) {
+      if (!watched_.empty() && (call.arg(2) & PROT_EXEC)) {
         // A library mapped executable (the dynamic loader, dlopen): its functions are searched
-        // at the call's exit.
+        // at the call's exit, which a notified call shows only once it stops.
+        if (call.notified) return Decision::StopFirst();
         Decision d = inner_->OnEntry(t, call);
         if (d.kind == Decision::Kind::kPass || d.kind == Decision::Kind::kObserveExit) {
           mapping_[t.tid] = d.kind == Decision::Kind::kObserveExit;

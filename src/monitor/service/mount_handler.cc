@@ -130,8 +130,6 @@ bool MountHandler::NeedsStop(long nr) const {
     case SYS_close_range:
     case SYS_recvmsg:
     case SYS_sendmsg:
-    // A served file's placeholder is replaced by the file for the time of the call.
-    case SYS_mmap:
     // Its flags are in memory, where the filter cannot see O_PATH, whose descriptor the
     // listener cannot install: a substitute path is given in its registers (as open's and
     // openat's O_PATH opens are: Tracer::FilterRules). openat2 is rare.
@@ -282,7 +280,14 @@ Decision MountHandler::Serve(Thread& t, SyscallRegs& call) {
 
 // mmap: of a served file, served.
 Decision MountHandler::MmapCall(Thread& t, SyscallRegs& call) {
-  if (!t.proc->region && !call.notified) {
+  if (call.notified) {
+    // The kernel maps host files as asked. A served file is mapped by calls the tracee makes
+    // at a stop, and a process's shared region is made at one, at its first file mapping.
+    const bool served =
+        !(call.arg(3) & MAP_ANONYMOUS) && ServedOf(t, static_cast<int>(call.arg(4)));
+    return served || !t.proc->region ? Decision::StopFirst() : Decision::Pass();
+  }
+  if (!t.proc->region) {
     // Made early (every dynamically linked program maps files at start): a notified call
     // that needs a substitute path later can only use a region that already exists.
     Decision restart;
