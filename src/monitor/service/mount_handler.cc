@@ -281,11 +281,13 @@ Decision MountHandler::Serve(Thread& t, SyscallRegs& call) {
 // mmap: of a served file, served.
 Decision MountHandler::MmapCall(Thread& t, SyscallRegs& call) {
   if (call.notified) {
-    // The kernel maps host files as asked. A served file is mapped by calls the tracee makes
-    // at a stop, and a process's shared region is made at one, at its first file mapping.
-    const bool served =
-        !(call.arg(3) & MAP_ANONYMOUS) && ServedOf(t, static_cast<int>(call.arg(4)));
-    return served || !t.proc->region ? Decision::StopFirst() : Decision::Pass();
+    // A process's shared region is made at a stop, at its first file mapping. Then the kernel
+    // maps host files as asked, and a served file as Mmap says.
+    if (!t.proc->region) return Decision::StopFirst();
+    if (!(call.arg(3) & MAP_ANONYMOUS)) {
+      if (auto f = ServedOf(t, static_cast<int>(call.arg(4)))) return Mmap(t, call, *f);
+    }
+    return Decision::Pass();
   }
   if (!t.proc->region) {
     // Made early (every dynamically linked program maps files at start): a notified call

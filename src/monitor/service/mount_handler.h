@@ -358,6 +358,7 @@ class MountHandler : public CallHandler, public TxnControl {
   Decision Exec(Thread& t, SyscallRegs& call);  // ExecCall (exec_call.h)
   Decision Mmap(Thread& t, SyscallRegs& call, ServedFile& f);
   Decision MapShared(Thread& t, SyscallRegs& call, ServedFile& f);
+  Decision MapPrivateInPlaceholder(Thread& t, SyscallRegs& call, ServedFile& f);
 
   // --- mount_nodes.cc
   // An open (`flags`) that reached stored FIFO or device node `node` of `m`, the access granted

@@ -1,9 +1,12 @@
 // mmap of served files (DESIGN.md §2).
 //
-// MAP_PRIVATE mappings are anonymous memory filled with the file's bytes: a copy, not
-// coherent with later writes to the file (a private mapping may differ there natively too, once
-// written). Beyond the end of the file the mapping reads zeros where a native one raises SIGBUS
-// past the last page. MAP_SHARED mappings map the file's mapping file (shared_mappings.h).
+// MAP_PRIVATE mappings: under notify, the descriptor's placeholder (the memfd the tracee holds
+// for it) is given the file's size and the mapped range's bytes, and the kernel maps it as
+// asked, with no stop: as natively, past the end of the file the mapping raises SIGBUS, and its
+// pages not yet written show the bytes of a later mapping of the same description. At a stop
+// (the other backends, a process's first mapping) they are anonymous memory filled with the
+// file's bytes: a copy, not coherent with later writes to the file, reading zeros past its end.
+// MAP_SHARED mappings map the file's mapping file (shared_mappings.h).
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -59,8 +62,10 @@ Decision MountHandler::Mmap(Thread& t, SyscallRegs& call, ServedFile& f) {
   if (shared && (prot & PROT_WRITE) && !f.writable()) return Decision::Emulate(-EACCES);
   if (!f.readable()) return Decision::Emulate(-EACCES);
   if (!S_ISREG(f.type)) return Decision::Emulate(-ENODEV);
-  if (call.notified) return Decision::Emulate(-ENODEV);  // never: mmap always stops
-  NoteDataAccess(f);                                     // generic_file_mmap() touches atime
+  // A shared mapping's file is opened by the tracee itself: at a stop.
+  if (call.notified && shared) return Decision::StopFirst();
+  NoteDataAccess(f);  // generic_file_mmap() touches atime
+  if (call.notified) return MapPrivateInPlaceholder(t, call, f);
   if (shared) return MapShared(t, call, f);
 
   std::string data;
@@ -109,6 +114,72 @@ Decision MountHandler::Mmap(Thread& t, SyscallRegs& call, ServedFile& f) {
   }
   rs.ReturnFromCall(result);
   return Decision::Restart();
+}
+
+namespace {
+
+// The monitor's own read-write description of the placeholder the tracee holds at `fd` for
+// `f` (a memfd), or -1 when that descriptor is not it.
+int OpenPlaceholder(const Thread& t, int fd, const ServedFile& f) {
+  host::ScopedFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, t.proc->tgid, 0)));
+  if (pidfd.get() < 0) return -1;
+  host::ScopedFd theirs(static_cast<int>(syscall(SYS_pidfd_getfd, pidfd.get(), fd, 0)));
+  struct stat st;
+  if (theirs.get() < 0 || fstat(theirs.get(), &st) != 0 || st.st_ino != f.placeholder_ino ||
+      !f.placeholder_ino) {
+    return -1;
+  }
+  const std::string again = "/proc/self/fd/" + std::to_string(theirs.get());
+  return open(again.c_str(), O_RDWR | O_CLOEXEC);
+}
+
+bool WriteAt(int fd, const char* buf, size_t len, uint64_t at) {
+  for (size_t done = 0; done < len;) {
+    const ssize_t n = pwrite(fd, buf + done, len - done, static_cast<off_t>(at + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+Decision MountHandler::MapPrivateInPlaceholder(Thread& t, SyscallRegs& call, ServedFile& f) {
+  const uint64_t len = call.arg(1);
+  const uint64_t off = call.arg(5);
+  const uint64_t plen = (len + kPage - 1) & ~(kPage - 1);
+  host::ScopedFd mine(OpenPlaceholder(t, static_cast<int>(call.arg(4)), f));
+  if (mine.get() < 0) return Decision::StopFirst();  // not the placeholder: copied at a stop
+  std::string data;
+  uint64_t size = 0;
+  bool read = false;
+  Decision d = RunOnFile(
+      f,
+      [&](schema::Transaction& txn) -> Status {
+        auto st = f.mfs->fs->FStat(txn, f.id);
+        if (!st.ok()) return st.status();
+        size = st->attr.size;
+        data.clear();
+        if (off >= size) return Status::Ok();
+        const uint64_t n = std::min<uint64_t>(plen, size - off);
+        if (n > kMaxCopy) return Status::Errno(ENOMEM);
+        data.resize(static_cast<size_t>(n));
+        auto got = f.mfs->fs->Read(txn, f.id, off, data.data(), data.size());
+        if (!got.ok()) return got.status();
+        data.resize(*got);
+        return Status::Ok();
+      },
+      [&] {
+        read = true;
+        return 0L;
+      });
+  if (!read) return d;
+  if (ftruncate(mine.get(), static_cast<off_t>(size)) != 0 ||
+      !WriteAt(mine.get(), data.data(), data.size(), off)) {
+    return Decision::Emulate(-ENOMEM);  // no room for the bytes in memory
+  }
+  return Decision::Pass();
 }
 
 Decision MountHandler::MapShared(Thread& t, SyscallRegs& call, ServedFile& f) {
