@@ -359,6 +359,10 @@ class MountHandler : public CallHandler, public TxnControl {
   Decision Mmap(Thread& t, SyscallRegs& call, ServedFile& f);
   Decision MapShared(Thread& t, SyscallRegs& call, ServedFile& f);
   Decision MapPrivateInPlaceholder(Thread& t, SyscallRegs& call, ServedFile& f);
+  // Bytes [off, off + plen) of `f` (fewer at its end) and its size; a decision when the
+  // transaction could not read them (a conflict, an error).
+  std::optional<Decision> ReadMapped(ServedFile& f, uint64_t off, uint64_t plen, std::string* data,
+                                     uint64_t* size);
 
   // --- mount_nodes.cc
   // An open (`flags`) that reached stored FIFO or device node `node` of `m`, the access granted

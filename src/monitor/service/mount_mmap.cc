@@ -37,6 +37,33 @@ constexpr uint64_t kPage = 4096;
 
 Decision MountHandler::Exec(Thread& t, SyscallRegs& call) { return ExecCall(*this, t, call).Run(); }
 
+std::optional<Decision> MountHandler::ReadMapped(ServedFile& f, uint64_t off, uint64_t plen,
+                                                 std::string* data, uint64_t* size) {
+  bool read = false;
+  Decision d = RunOnFile(
+      f,
+      [&](schema::Transaction& txn) -> Status {
+        auto st = f.mfs->fs->FStat(txn, f.id);
+        if (!st.ok()) return st.status();
+        if (size) *size = st->attr.size;
+        data->clear();
+        if (off >= st->attr.size) return Status::Ok();
+        const uint64_t n = std::min<uint64_t>(plen, st->attr.size - off);
+        if (n > kMaxCopy) return Status::Errno(ENOMEM);
+        data->resize(static_cast<size_t>(n));
+        auto got = f.mfs->fs->Read(txn, f.id, off, data->data(), data->size());
+        if (!got.ok()) return got.status();
+        data->resize(*got);
+        return Status::Ok();
+      },
+      [&] {
+        read = true;
+        return 0L;
+      });
+  if (read) return std::nullopt;
+  return d;
+}
+
 Decision MountHandler::Mmap(Thread& t, SyscallRegs& call, ServedFile& f) {
   const uint64_t addr = call.arg(0);
   const uint64_t len = call.arg(1);
@@ -69,28 +96,7 @@ Decision MountHandler::Mmap(Thread& t, SyscallRegs& call, ServedFile& f) {
   if (shared) return MapShared(t, call, f);
 
   std::string data;
-  bool read = false;
-  Decision d = RunOnFile(
-      f,
-      [&](schema::Transaction& txn) -> Status {
-        auto st = f.mfs->fs->FStat(txn, f.id);
-        if (!st.ok()) return st.status();
-        const uint64_t size = st->attr.size;
-        data.clear();
-        if (off >= size) return Status::Ok();
-        const uint64_t n = std::min<uint64_t>(plen, size - off);
-        if (n > kMaxCopy) return Status::Errno(ENOMEM);
-        data.resize(static_cast<size_t>(n));
-        auto got = f.mfs->fs->Read(txn, f.id, off, data.data(), data.size());
-        if (!got.ok()) return got.status();
-        data.resize(*got);
-        return Status::Ok();
-      },
-      [&] {
-        read = true;
-        return 0L;
-      });
-  if (!read) return d;
+  if (auto failed = ReadMapped(f, off, plen, &data, nullptr)) return *failed;
 
   // Anonymous memory where the file would be mapped (MAP_FIXED as asked: ld.so maps segments
   // over its reservation), writable while it is filled, then given the protection asked for.
@@ -153,28 +159,7 @@ Decision MountHandler::MapPrivateInPlaceholder(Thread& t, SyscallRegs& call, Ser
   if (mine.get() < 0) return Decision::StopFirst();  // not the placeholder: copied at a stop
   std::string data;
   uint64_t size = 0;
-  bool read = false;
-  Decision d = RunOnFile(
-      f,
-      [&](schema::Transaction& txn) -> Status {
-        auto st = f.mfs->fs->FStat(txn, f.id);
-        if (!st.ok()) return st.status();
-        size = st->attr.size;
-        data.clear();
-        if (off >= size) return Status::Ok();
-        const uint64_t n = std::min<uint64_t>(plen, size - off);
-        if (n > kMaxCopy) return Status::Errno(ENOMEM);
-        data.resize(static_cast<size_t>(n));
-        auto got = f.mfs->fs->Read(txn, f.id, off, data.data(), data.size());
-        if (!got.ok()) return got.status();
-        data.resize(*got);
-        return Status::Ok();
-      },
-      [&] {
-        read = true;
-        return 0L;
-      });
-  if (!read) return d;
+  if (auto failed = ReadMapped(f, off, plen, &data, &size)) return *failed;
   if (ftruncate(mine.get(), static_cast<off_t>(size)) != 0 ||
       !WriteAt(mine.get(), data.data(), data.size(), off)) {
     return Decision::Emulate(-ENOMEM);  // no room for the bytes in memory

@@ -133,8 +133,8 @@ int MountHandler::WhereDotDotLeads(Thread& t, const mounts::ClassifiedPath& r,
   host::ScopedFd expect(OpenAsWalkedFrom(root, r.check_expect));
   struct stat seen, expected;
   if (fstat(dir.get(), &seen) != 0) return -errno;
-  if (expect.get() >= 0 && fstat(expect.get(), &expected) == 0 &&
-      seen.st_dev == expected.st_dev && seen.st_ino == expected.st_ino) {
+  if (expect.get() >= 0 && fstat(expect.get(), &expected) == 0 && seen.st_dev == expected.st_dev &&
+      seen.st_ino == expected.st_ino) {
     return 0;
   }
   *kernel_dir = host::ReadLink("/proc/self/fd/" + std::to_string(dir.get()));
