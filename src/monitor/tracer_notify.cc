@@ -255,7 +255,6 @@ void Tracer::UnmarkRestart(Thread& t, SyscallRegs& call) {
 }
 
 void Tracer::NoteRecheck(Thread& t, const SyscallRegs& call) {
-  t.restart_unmarked = false;
   // Let run from its stop, the call meets the filter again (the kernel checks a call anew
   // after a SECCOMP_RET_TRACE stop), which now notifies it: seen already, it is let through.
   t.recheck_pending = true;
