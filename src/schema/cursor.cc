@@ -65,6 +65,63 @@ Result<bool> Cursor::SeekBoth(std::string_view key, std::string_view value) {
   return Get(DB_GET_BOTH);
 }
 
+// A batch buffer holds at least one page of any of the databases (Berkeley DB's rule for bulk
+// buffers) and grows, in steps of 1 KiB, when one record does not fit.
+constexpr u_int32_t kBatchBytes = 64 << 10;
+
+Result<bool> Cursor::GetBatch(uint32_t op) {
+  if (!dbc_) return open_status_;
+  batch_at_ = nullptr;
+  if (!batch_) {
+    batch_.reset(new uint32_t[kBatchBytes / sizeof(uint32_t)]);
+    batch_dbt_.data = batch_.get();
+    batch_dbt_.ulen = kBatchBytes;
+    batch_dbt_.flags = DB_DBT_USERMEM;
+  }
+  for (;;) {
+    int ret = dbc_->get(dbc_, &k_, &batch_dbt_, op | DB_MULTIPLE_KEY);
+    if (ret == DB_NOTFOUND || ret == DB_KEYEMPTY) return false;
+    if (ret == DB_BUFFER_SMALL) {
+      // The cursor has not moved: asked again with room for the record.
+      u_int32_t need = (batch_dbt_.size + 1023) & ~1023u;
+      if (need <= batch_dbt_.ulen) need = batch_dbt_.ulen * 2;
+      batch_.reset(new uint32_t[need / sizeof(uint32_t)]);
+      batch_dbt_.data = batch_.get();
+      batch_dbt_.ulen = need;
+      continue;
+    }
+    if (ret != 0) return Fail(ret, "cursor bulk get");
+    DB_MULTIPLE_INIT(batch_at_, &batch_dbt_);
+    return true;
+  }
+}
+
+Result<bool> Cursor::SeekRangeBatch(std::string_view key) {
+  if (!dbc_) return open_status_;
+  Load(&k_, key);
+  return GetBatch(DB_SET_RANGE);
+}
+
+Result<bool> Cursor::NextBatch() { return GetBatch(DB_NEXT); }
+
+bool Cursor::NextInBatch(std::string_view* key, std::string_view* value) {
+  if (!batch_at_) return false;
+  void* k = nullptr;
+  void* v = nullptr;
+  u_int32_t klen = 0, vlen = 0;
+  DB_MULTIPLE_KEY_NEXT(batch_at_, &batch_dbt_, k, klen, v, vlen);
+  if (!k) return false;
+  *key = {static_cast<const char*>(k), klen};
+  *value = {static_cast<const char*>(v), vlen};
+  return true;
+}
+
+void Cursor::KeysOnly() {
+  v_.flags = DB_DBT_REALLOC | DB_DBT_PARTIAL;
+  v_.doff = 0;
+  v_.dlen = 0;
+}
+
 Result<bool> Cursor::First() { return Get(DB_FIRST); }
 Result<bool> Cursor::Next() { return Get(DB_NEXT); }
 Result<bool> Cursor::NextDup() { return Get(DB_NEXT_DUP); }

@@ -33,6 +33,7 @@ Status Ops::TruncatePages(DB_TXN* t, FileId id, uint64_t from, uint64_t old_size
   }
   Cursor c(s_.data(), t);
   AMINO_RETURN_IF_ERROR(c.status());
+  c.KeysOnly();  // pages are only deleted
   AMINO_ASSIGN_OR_RETURN(bool more, c.SeekRange(PageKey(id, first_gone)));
   while (more && c.key().size() == 16 && c.key().substr(0, 8) == prefix) {
     AMINO_RETURN_IF_ERROR(c.Delete());

@@ -109,7 +109,10 @@ class Ops {
   Status RemoveName(DB_TXN* t, Node& node, std::string_view path, const timespec& now);
   // Frees a file no name and no open description refer to: pages, xattrs, records.
   // `orphan_record`: it may have an Orphan record (it had no name before this transaction).
-  Status FreeFile(DB_TXN* t, FileId id, bool orphan_record = true);
+  // `size`: the file's size, where known (no page lies past the end of file, so an empty file
+  // has none to look for).
+  Status FreeFile(DB_TXN* t, FileId id, bool orphan_record = true,
+                  std::optional<uint64_t> size = std::nullopt);
   // Deletes the pages of `id` at and past byte `from` and trims the page that holds it.
   Status TruncatePages(DB_TXN* t, FileId id, uint64_t from, uint64_t old_size, uint64_t* blocks);
   Status SetSize(DB_TXN* t, Node& node, uint64_t length, const timespec& now);

@@ -119,10 +119,11 @@ Result<Node> Ops::CreateUnnamed(DB_TXN* t, const Cred& c, mode_t mode, mode_t um
   return n;
 }
 
-Status Ops::FreeFile(DB_TXN* t, FileId id, bool orphan_record) {
-  {
+Status Ops::FreeFile(DB_TXN* t, FileId id, bool orphan_record, std::optional<uint64_t> size) {
+  if (size != 0) {
     Cursor c(s_.data(), t);
     AMINO_RETURN_IF_ERROR(c.status());
+    c.KeysOnly();  // pages are only deleted
     std::string prefix = IdKey(id);
     AMINO_ASSIGN_OR_RETURN(bool more, c.SeekRange(PageKey(id, 0)));
     while (more && c.key().size() == 16 && c.key().substr(0, 8) == prefix) {
@@ -133,6 +134,7 @@ Status Ops::FreeFile(DB_TXN* t, FileId id, bool orphan_record) {
   {
     Cursor c(s_.xattr(), t);
     AMINO_RETURN_IF_ERROR(c.status());
+    c.KeysOnly();
     std::string prefix = IdKey(id);
     AMINO_ASSIGN_OR_RETURN(bool more, c.SeekRange(prefix));
     while (more && c.key().substr(0, 8) == prefix) {
@@ -189,7 +191,7 @@ Status Ops::RemoveName(DB_TXN* t, Node& n, std::string_view path, const timespec
     AMINO_RETURN_IF_ERROR(s_.Put(s_.orphan(), t, IdKey(n.id), EncodeAttr(n.attr)));
     return PutInode(t, n.id, n.iv);
   }
-  return FreeFile(t, n.id, /*orphan_record=*/false);  // it had a name until now
+  return FreeFile(t, n.id, /*orphan_record=*/false, n.attr.size);  // it had a name until now
 }
 
 // The common checks for creating the entry `r` names.

@@ -201,13 +201,17 @@ Result<std::vector<DirEntry>> FileSystem::ReadDir(Transaction& txn, FileId dir,
     start.append(after);
     start.push_back('\0');  // the first name after `after`
   }
-  AMINO_ASSIGN_OR_RETURN(bool more, cur.SeekRange(start));
-  while (more && out.size() < max && cur.key().substr(0, prefix.size()) == prefix) {
-    PathValue pv;
-    if (!DecodePathValue(cur.value(), &pv)) return Status::Storage(EUCLEAN, "damaged path");
-    out.push_back(
-        DirEntry{std::string(cur.key().substr(prefix.size())), pv.id, DirentType(pv.mode)});
-    AMINO_ASSIGN_OR_RETURN(more, cur.Next());
+  // A directory's entries are neighbours in the Path database: read in batches.
+  AMINO_ASSIGN_OR_RETURN(bool more, cur.SeekRangeBatch(start));
+  while (more) {
+    std::string_view key, value;
+    while (cur.NextInBatch(&key, &value)) {
+      if (out.size() >= max || key.substr(0, prefix.size()) != prefix) return out;
+      PathValue pv;
+      if (!DecodePathValue(value, &pv)) return Status::Storage(EUCLEAN, "damaged path");
+      out.push_back(DirEntry{std::string(key.substr(prefix.size())), pv.id, DirentType(pv.mode)});
+    }
+    AMINO_ASSIGN_OR_RETURN(more, cur.NextBatch());
   }
   return out;
 }

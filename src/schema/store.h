@@ -194,14 +194,31 @@ class Cursor {
   // Replaces the value of the record the cursor is at (DB_CURRENT: no second search).
   Status ReplaceCurrent(std::string_view value);
   Status Delete();
+  // From now on the cursor's moves copy no values (value() is empty): for a walk that only
+  // deletes.
+  void KeysOnly();
+  // Bulk reads (DB_MULTIPLE_KEY): one search fills a buffer with the records from the first
+  // key >= `key` on, as many as fit (a page's worth or more), at a small part of the cost of a
+  // move per record; the locks taken are the same page locks. Each record then comes from
+  // NextInBatch. false at the end of the database.
+  Result<bool> SeekRangeBatch(std::string_view key);
+  // The records after the last one of the batch; false at the end.
+  Result<bool> NextBatch();
+  // The next record of the batch in `key` and `value` (valid until the next batch), or false
+  // when the batch is used up.
+  bool NextInBatch(std::string_view* key, std::string_view* value);
   // The record the cursor is at, in the cursor's own buffers: valid until its next move.
   std::string_view key() const { return {static_cast<const char*>(k_.data), k_.size}; }
   std::string_view value() const { return {static_cast<const char*>(v_.data), v_.size}; }
 
  private:
   Result<bool> Get(uint32_t op);
+  Result<bool> GetBatch(uint32_t op);
   DBC* dbc_ = nullptr;
-  DBT k_, v_;  // DB_DBT_REALLOC buffers, reused across calls
+  DBT k_, v_;                          // DB_DBT_REALLOC buffers, reused across calls
+  std::unique_ptr<uint32_t[]> batch_;  // bulk buffer (aligned for the batch's offsets)
+  DBT batch_dbt_{};
+  void* batch_at_ = nullptr;  // DB_MULTIPLE_KEY_NEXT's position; nullptr: used up
   Status open_status_;
 };
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "schema/store.h"
 #include "temp_dir.h"
@@ -108,6 +109,48 @@ TEST_F(CursorTest, BothKeyAndValueSeekFindsTheDuplicate) {
   ASSERT_TRUE(found.ok() && *found);
   EXPECT_EQ(c.value(), "two");
   found = c.SeekBoth("k", "four");
+  ASSERT_TRUE(found.ok());
+  EXPECT_FALSE(*found);
+}
+
+// Bulk reads: records from the first key at or after the one sought, in key order, batch
+// after batch, the same as a move per record would give; a walk that only deletes copies no
+// values.
+TEST_F(CursorTest, BatchesGiveTheRecordsInOrderFromTheKeySought) {
+  std::vector<std::pair<std::string, std::string>> records;
+  for (int i = 0; i < 3000; ++i) {
+    char key[16];
+    snprintf(key, sizeof key, "k%05d", i);
+    records.emplace_back(key, std::string(40 + i % 200, static_cast<char>('a' + i % 26)));
+    Put(records.back().first, records.back().second);
+  }
+  Cursor c(store_->xattr(), nullptr);
+  ASSERT_TRUE(c.status().ok());
+  auto more = c.SeekRangeBatch("k00100x");  // between two keys: from k00101 on
+  ASSERT_TRUE(more.ok() && *more);
+  size_t next = 101, batches = 0;
+  while (*more) {
+    ++batches;
+    std::string_view key, value;
+    while (c.NextInBatch(&key, &value)) {
+      ASSERT_LT(next, records.size());
+      EXPECT_EQ(key, records[next].first);
+      EXPECT_EQ(value, records[next].second);
+      ++next;
+    }
+    more = c.NextBatch();
+    ASSERT_TRUE(more.ok());
+  }
+  EXPECT_EQ(next, records.size());
+  EXPECT_GT(batches, 1u) << "the records fit one batch: the test shows no resumption";
+
+  Cursor keys(store_->xattr(), nullptr);
+  keys.KeysOnly();
+  auto found = keys.SeekRange("k02999");
+  ASSERT_TRUE(found.ok() && *found);
+  EXPECT_EQ(keys.key(), "k02999");
+  EXPECT_EQ(keys.value(), "");
+  found = keys.SeekRange("k03000");
   ASSERT_TRUE(found.ok());
   EXPECT_FALSE(*found);
 }

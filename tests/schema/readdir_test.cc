@@ -49,6 +49,27 @@ TEST_F(ReadDirTest, ListsEveryEntryWithTypeAndIno) {
   EXPECT_EQ(root().ListNames("/d/sub/").value(), std::vector<std::string>{"deeper"});
 }
 
+// A directory whose records are many pages of the database, beside directories whose names
+// sort right after it: its listing is read in several bulk batches, whole and without theirs.
+TEST_F(ReadDirTest, ALargeDirectoryListsWholeAcrossBatches) {
+  ASSERT_TRUE(root().Mkdir("/big").ok());
+  ASSERT_TRUE(root().Mkdir("/big0").ok());
+  ASSERT_TRUE(root().WriteFile("/big0/other", "").ok());
+  ASSERT_TRUE(root().WriteFile("/big-file", "").ok());
+  std::set<std::string> made;
+  for (int i = 0; i < 800; ++i) {
+    std::string name = std::to_string(i) + std::string(200, 'n');  // ~200 KiB of keys
+    ASSERT_TRUE(root().WriteFile("/big/" + name, "").ok());
+    made.insert(name);
+  }
+  for (size_t batch : {64, 1000}) {
+    std::vector<std::string> listed = root().ListNames("/big", batch).value();
+    EXPECT_EQ(std::set<std::string>(listed.begin(), listed.end()), made) << "batch " << batch;
+    EXPECT_EQ(listed.size(), made.size()) << "batch " << batch;
+    EXPECT_TRUE(std::is_sorted(listed.begin(), listed.end()));
+  }
+}
+
 TEST_F(ReadDirTest, EmptyDirectoryAndBatchSizes) {
   ASSERT_TRUE(root().Mkdir("/e").ok());
   EXPECT_EQ(root().ListNames("/e").value(), std::vector<std::string>{});
