@@ -1,6 +1,7 @@
 // stat, access and the attribute-changing calls: chmod, chown, utimens; statfs.
 #include <sys/statvfs.h>
 
+#include "schema/change_clock.h"
 #include "schema/fs_internal.h"
 #include "schema/store_space.h"
 
@@ -19,14 +20,17 @@ Status ChmodNode(Ops& ops, DB_TXN* t, const Cred& c, Node& n, mode_t mode) {
   if (!IsOwnerOrPrivileged(n.attr, c)) return Status::Errno(EPERM);
   mode &= 07777;
   if (!c.in_group_or_fsetid(n.attr.gid)) mode &= ~S_ISGID;
+  const Attr before = n.attr;
   n.attr.mode = (n.attr.mode & S_IFMT) | mode;
-  n.attr.ctime = Now();
+  n.attr.ctime = ChangeTimeFor(n.id, n.attr.ctime);
   if (n.attr.flags & kHasAccessAcl) {
     // posix_acl_chmod(): the ACL's owner, mask and other entries follow the mode.
     Acl acl = n.acl;
     AclChmod(&acl, mode);
     AMINO_RETURN_IF_ERROR(ops.StoreAcl(t, n, kAclAccessName, acl));
   }
+  // The mode it had, within the tick of the last change: nothing to write.
+  if (SameAttr(before, n.attr)) return Status::Ok();
   return ops.SaveAttr(t, n);
 }
 
@@ -51,10 +55,13 @@ Status ChownNode(Ops& ops, DB_TXN* t, const Cred& c, Node& n, uid_t uid, gid_t g
     }
   }
   if (mode != n.attr.mode && !IsOwnerOrPrivileged(n.attr, c)) return Status::Errno(EPERM);
+  const Attr before = n.attr;
   n.attr.mode = mode;
   if (set_uid) n.attr.uid = uid;
   if (set_gid) n.attr.gid = gid;
-  n.attr.ctime = Now();
+  n.attr.ctime = ChangeTimeFor(n.id, n.attr.ctime);
+  // The owners it had, within the tick of the last change: nothing to write.
+  if (SameAttr(before, n.attr)) return Status::Ok();
   return ops.SaveAttr(t, n);
 }
 
@@ -75,7 +82,8 @@ Status UtimensNode(Ops& ops, DB_TXN* t, const Cred& c, Node& n, const timespec* 
     if (!only_now) return Status::Errno(EPERM);
     if (!Permitted(n, c, 2)) return Status::Errno(EACCES);
   }
-  timespec now = Now();
+  // Times set to now explicitly are fine-grained: the caller means this instant.
+  timespec now = FineNow();
   auto pick = [&](const timespec* ts, timespec* field) {
     if (!ts || ts->tv_nsec == UTIME_NOW) {
       *field = now;
@@ -95,12 +103,14 @@ Result<Stat> FileSystem::GetStat(Transaction& txn, const Cred& c, std::string_vi
                                  bool follow) {
   Ops ops(*store_);
   AMINO_ASSIGN_OR_RETURN(Node n, ops.ResolveExisting(txn.raw(), c, path, follow));
+  NoteTimesSeen(n.id);
   return Stat{n.id, n.attr};
 }
 
 Result<Stat> FileSystem::FStat(Transaction& txn, FileId id) {
   Ops ops(*store_);
   AMINO_ASSIGN_OR_RETURN(Node n, ops.NodeById(txn.raw(), id));
+  NoteTimesSeen(n.id);
   return Stat{n.id, n.attr};
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <optional>
 
+#include "schema/change_clock.h"
 #include "schema/fs_internal.h"
 
 namespace amino::schema {
@@ -70,6 +71,7 @@ Result<size_t> WriteAt(Store& s, Ops& ops, DB_TXN* t, const Cred& c, Node& n, ui
   if (!S_ISREG(n.attr.mode)) return Status::Errno(EINVAL);
   if (len == 0) return size_t{0};
   if (offset >= kMaxFileSize) return Status::Errno(EFBIG);
+  const Attr before = n.attr;
   len = static_cast<size_t>(std::min<uint64_t>(len, kMaxFileSize - offset));
   AMINO_RETURN_IF_ERROR(s.Room(len));
   const auto* src = static_cast<const char*>(buf);
@@ -120,9 +122,10 @@ Result<size_t> WriteAt(Store& s, Ops& ops, DB_TXN* t, const Cred& c, Node& n, ui
     pos += chunk;
   }
   n.attr.size = std::max<uint64_t>(n.attr.size, end);
-  n.attr.mtime = n.attr.ctime = Now();
+  n.attr.mtime = n.attr.ctime = ChangeTimeFor(n.id, n.attr.ctime);
   DropPrivileges(n.attr, c);
-  AMINO_RETURN_IF_ERROR(ops.SaveAttr(t, n));
+  // Pages rewritten inside the file within a tick: its record stays as it was.
+  if (!SameAttr(before, n.attr)) AMINO_RETURN_IF_ERROR(ops.SaveAttr(t, n));
   return len;
 }
 
@@ -186,7 +189,8 @@ Status FileSystem::Truncate(Transaction& txn, const Cred& c, std::string_view pa
   if (!Permitted(n, c, 2)) return Status::Errno(EACCES);
   if (static_cast<uint64_t>(length) > kMaxFileSize) return Status::Errno(EFBIG);
   DropPrivileges(n.attr, c);
-  return ops.SetSize(txn.raw(), n, static_cast<uint64_t>(length), Now());
+  return ops.SetSize(txn.raw(), n, static_cast<uint64_t>(length),
+                     ChangeTimeFor(n.id, n.attr.ctime));
 }
 
 Status FileSystem::FTruncate(Transaction& txn, const Cred& c, FileId id, int64_t length) {
@@ -196,7 +200,8 @@ Status FileSystem::FTruncate(Transaction& txn, const Cred& c, FileId id, int64_t
   if (!S_ISREG(n.attr.mode)) return Status::Errno(EINVAL);
   if (static_cast<uint64_t>(length) > kMaxFileSize) return Status::Errno(EFBIG);
   DropPrivileges(n.attr, c);
-  return ops.SetSize(txn.raw(), n, static_cast<uint64_t>(length), Now());
+  return ops.SetSize(txn.raw(), n, static_cast<uint64_t>(length),
+                     ChangeTimeFor(n.id, n.attr.ctime));
 }
 
 Result<uint64_t> FileSystem::SeekData(Transaction& txn, FileId id, uint64_t offset) {

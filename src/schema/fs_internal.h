@@ -42,6 +42,7 @@ struct Resolved {
   std::string path() const { return last == Last::kName ? JoinPath(parent, name) : parent; }
 };
 
+// The time of a change that is not one file's (a new file's times): change_clock.h.
 timespec Now();
 
 // Permission bits: 4 read, 2 write, 1 execute/search; the access ACL where the file has one.
@@ -77,8 +78,9 @@ class Ops {
   // Writes node.attr back where it lives.
   Status SaveAttr(DB_TXN* t, Node& node);
   // Touches mtime/ctime of a directory (after an entry was added or removed) and adjusts its
-  // link count by `nlink_delta` (subdirectories).
-  Status TouchDir(DB_TXN* t, std::string_view dir, int nlink_delta, const timespec& now);
+  // link count by `nlink_delta` (subdirectories); unwritten when that changes nothing
+  // (change_clock.h).
+  Status TouchDir(DB_TXN* t, std::string_view dir, int nlink_delta);
 
   // Path resolution (see filesystem.h). `follow`: follow a symbolic link in the last component.
   // `creating` (open with O_CREAT): a last component that must be a directory (a trailing
@@ -106,7 +108,7 @@ class Ops {
   // Stores `iv` under a fresh random id.
   Result<FileId> NewInode(DB_TXN* t, const InodeValue& iv);
   // Removes one name of a file; frees or orphans the file when it was the last.
-  Status RemoveName(DB_TXN* t, Node& node, std::string_view path, const timespec& now);
+  Status RemoveName(DB_TXN* t, Node& node, std::string_view path);
   // Frees a file no name and no open description refer to: pages, xattrs, records.
   // `orphan_record`: it may have an Orphan record (it had no name before this transaction).
   // `size`: the file's size, where known (no page lies past the end of file, so an empty file

@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "schema/change_clock.h"
 #include "schema/fs_internal.h"
 
 namespace amino::schema {
@@ -101,7 +102,7 @@ Result<Node> Ops::CreateNode(DB_TXN* t, const Cred& c, std::string_view path, mo
   n.pv.plmd = n.attr;
   AMINO_RETURN_IF_ERROR(PutPath(t, path, n.pv));
   AMINO_RETURN_IF_ERROR(s_.Put(s_.names(), t, IdKey(id), path));
-  AMINO_RETURN_IF_ERROR(TouchDir(t, ParentPath(path), S_ISDIR(mode) ? 1 : 0, a.ctime));
+  AMINO_RETURN_IF_ERROR(TouchDir(t, ParentPath(path), S_ISDIR(mode) ? 1 : 0));
   return n;
 }
 
@@ -146,7 +147,7 @@ Status Ops::FreeFile(DB_TXN* t, FileId id, bool orphan_record, std::optional<uin
   return s_.Del(s_.inode(), t, IdKey(id));
 }
 
-Status Ops::RemoveName(DB_TXN* t, Node& n, std::string_view path, const timespec& now) {
+Status Ops::RemoveName(DB_TXN* t, Node& n, std::string_view path) {
   AMINO_RETURN_IF_ERROR(s_.Del(s_.path(), t, PathKey(path)));
   AMINO_RETURN_IF_ERROR(s_.DelDup(s_.names(), t, IdKey(n.id), path));
   // A file with one name has its Data record read here, and taken for writing at once: the
@@ -157,7 +158,7 @@ Status Ops::RemoveName(DB_TXN* t, Node& n, std::string_view path, const timespec
   }
   if (n.iv.link_count == 0) return Status::Storage(EUCLEAN, "link count underflow");
   n.iv.link_count--;
-  n.attr.ctime = now;
+  n.attr.ctime = ChangeTimeFor(n.id, n.attr.ctime);
   n.attr.nlink = n.is_dir() ? 0 : n.iv.link_count;
   if (n.iv.link_count >= 2) {
     n.iv.dlmd = n.attr;
@@ -268,7 +269,7 @@ Status AddName(Ops& ops, DB_TXN* t, const Cred& c, Node old, std::string_view ne
     AMINO_ASSIGN_OR_RETURN(old.iv, ops.GetInode(t, old.id));
   }
   AMINO_RETURN_IF_ERROR(ops.store().Room(internal::kNewFileBytes));
-  const timespec now = Now();
+  const timespec now = ChangeTimeFor(old.id, old.attr.ctime);
   const std::string path = r.path();
   if (old.where == Node::Where::kOrphan) {
     if (!linkable) return Status::Errno(ENOENT);
@@ -281,7 +282,7 @@ Status AddName(Ops& ops, DB_TXN* t, const Cred& c, Node old, std::string_view ne
     AMINO_RETURN_IF_ERROR(ops.PutInode(t, old.id, old.iv));
     AMINO_RETURN_IF_ERROR(ops.PutPath(t, path, PathValue{old.id, old.attr.mode, old.attr}));
     AMINO_RETURN_IF_ERROR(ops.store().Put(ops.store().names(), t, IdKey(old.id), path));
-    return ops.TouchDir(t, r.parent, 0, now);
+    return ops.TouchDir(t, r.parent, 0);
   }
   if (old.iv.link_count >= kMaxLinks) return Status::Errno(EMLINK);
   if (old.where == Node::Where::kPlmd) {
@@ -296,7 +297,7 @@ Status AddName(Ops& ops, DB_TXN* t, const Cred& c, Node old, std::string_view ne
   AMINO_RETURN_IF_ERROR(ops.PutInode(t, old.id, old.iv));
   AMINO_RETURN_IF_ERROR(ops.PutPath(t, path, PathValue{old.id, old.attr.mode, std::nullopt}));
   AMINO_RETURN_IF_ERROR(ops.store().Put(ops.store().names(), t, IdKey(old.id), path));
-  return ops.TouchDir(t, r.parent, 0, now);
+  return ops.TouchDir(t, r.parent, 0);
 }
 
 }  // namespace
@@ -363,9 +364,8 @@ Status FileSystem::Rmdir(Transaction& txn, const Cred& c, std::string_view path)
   AMINO_RETURN_IF_ERROR(MayDelete(*parent, *r.node, c, true));
   AMINO_ASSIGN_OR_RETURN(bool empty, DirIsEmpty(*store_, t, r.path()));
   if (!empty) return Status::Errno(ENOTEMPTY);
-  timespec now = Now();
-  AMINO_RETURN_IF_ERROR(ops.RemoveName(t, *r.node, r.path(), now));
-  return ops.TouchDir(t, r.parent, -1, now);
+  AMINO_RETURN_IF_ERROR(ops.RemoveName(t, *r.node, r.path()));
+  return ops.TouchDir(t, r.parent, -1);
 }
 
 Status FileSystem::Unlink(Transaction& txn, const Cred& c, std::string_view path) {
@@ -378,9 +378,8 @@ Status FileSystem::Unlink(Transaction& txn, const Cred& c, std::string_view path
   AMINO_ASSIGN_OR_RETURN(std::optional<Node> parent, ops.LookupPath(t, r.parent));
   if (!parent) return Status::Errno(ENOENT);
   AMINO_RETURN_IF_ERROR(MayDelete(*parent, *r.node, c, false));
-  timespec now = Now();
-  AMINO_RETURN_IF_ERROR(ops.RemoveName(t, *r.node, r.path(), now));
-  return ops.TouchDir(t, r.parent, 0, now);
+  AMINO_RETURN_IF_ERROR(ops.RemoveName(t, *r.node, r.path()));
+  return ops.TouchDir(t, r.parent, 0);
 }
 
 Status FileSystem::Link(Transaction& txn, const Cred& c, std::string_view oldpath,

@@ -5,6 +5,7 @@
 
 #include <random>
 
+#include "schema/change_clock.h"
 #include "schema/fs_internal.h"
 #include "schema/name_hints.h"
 
@@ -121,7 +122,7 @@ Result<OpenResult> FileSystem::Open(Transaction& txn, const Cred& c, std::string
     if ((flags & O_TRUNC) && S_ISREG(n.attr.mode)) {
       // handle_truncate(): whatever the size was, as a truncate by this caller.
       internal::DropPrivileges(n.attr, c);
-      AMINO_RETURN_IF_ERROR(ops.SetSize(t, n, 0, Now()));
+      AMINO_RETURN_IF_ERROR(ops.SetSize(t, n, 0, ChangeTimeFor(n.id, n.attr.ctime)));
     } else if ((mask & 2) && txn.nested()) {
       // Opened for writing inside an application transaction: its writes will change the
       // record that holds its size and times. Taken for writing now, so that two transactions

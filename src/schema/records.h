@@ -56,6 +56,16 @@ struct Attr {
   uint32_t flags = 0;
 };
 
+inline bool SameTime(const timespec& a, const timespec& b) {
+  return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+inline bool SameAttr(const Attr& a, const Attr& b) {
+  return a.mode == b.mode && a.nlink == b.nlink && a.uid == b.uid && a.gid == b.gid &&
+         a.size == b.size && a.blocks == b.blocks && a.rdev == b.rdev &&
+         SameTime(a.atime, b.atime) && SameTime(a.mtime, b.mtime) && SameTime(a.ctime, b.ctime) &&
+         a.flags == b.flags;
+}
+
 inline constexpr uint32_t kHasAccessAcl = 1;
 inline constexpr uint32_t kHasDefaultAcl = 2;
 

@@ -5,6 +5,7 @@
 
 #include <random>
 
+#include "schema/change_clock.h"
 #include "schema/fs_internal.h"
 
 namespace amino::schema {
@@ -86,10 +87,10 @@ Status MoveTree(Store& s, DB_TXN* t, const std::string& from, const std::string&
   return Status::Ok();
 }
 
-Status TouchCtime(Ops& ops, DB_TXN* t, const std::string& path, const timespec& now) {
+Status TouchCtime(Ops& ops, DB_TXN* t, const std::string& path) {
   AMINO_ASSIGN_OR_RETURN(std::optional<Node> n, ops.LookupPath(t, path));
   if (!n) return Status::Storage(EUCLEAN, "missing path " + path);
-  n->attr.ctime = now;
+  n->attr.ctime = ChangeTimeFor(n->id, n->attr.ctime);
   return ops.SaveAttr(t, *n);
 }
 
@@ -166,8 +167,6 @@ Status FileSystem::Rename(Transaction& txn, const Cred& c, std::string_view oldp
       return Status::Errno(EACCES);
     }
   }
-  timespec now = Now();
-
   if (exchange) {
     Node& dst = *rn.node;
     // The new parent gains `delta` subdirectories, the old one loses them.
@@ -179,13 +178,13 @@ Status FileSystem::Rename(Transaction& txn, const Cred& c, std::string_view oldp
     AMINO_RETURN_IF_ERROR(MoveTree(*store_, t, to, parking));
     AMINO_RETURN_IF_ERROR(MoveTree(*store_, t, from, to));
     AMINO_RETURN_IF_ERROR(MoveTree(*store_, t, parking, from));
-    AMINO_RETURN_IF_ERROR(TouchCtime(ops, t, to, now));
-    AMINO_RETURN_IF_ERROR(TouchCtime(ops, t, from, now));
+    AMINO_RETURN_IF_ERROR(TouchCtime(ops, t, to));
+    AMINO_RETURN_IF_ERROR(TouchCtime(ops, t, from));
     if (moves_parent) {
-      AMINO_RETURN_IF_ERROR(ops.TouchDir(t, ro.parent, -delta, now));
-      return ops.TouchDir(t, rn.parent, delta, now);
+      AMINO_RETURN_IF_ERROR(ops.TouchDir(t, ro.parent, -delta));
+      return ops.TouchDir(t, rn.parent, delta);
     }
-    return ops.TouchDir(t, ro.parent, 0, now);
+    return ops.TouchDir(t, ro.parent, 0);
   }
 
   int old_delta = src.is_dir() ? -1 : 0;
@@ -197,17 +196,17 @@ Status FileSystem::Rename(Transaction& txn, const Cred& c, std::string_view oldp
       if (!empty) return Status::Errno(ENOTEMPTY);
       new_delta -= 1;
     }
-    AMINO_RETURN_IF_ERROR(ops.RemoveName(t, victim, to, now));
+    AMINO_RETURN_IF_ERROR(ops.RemoveName(t, victim, to));
   } else if (moves_parent && src.is_dir() && new_dir->attr.nlink >= kMaxLinks) {
     return Status::Errno(EMLINK);
   }
   AMINO_RETURN_IF_ERROR(MoveTree(*store_, t, from, to));
-  AMINO_RETURN_IF_ERROR(TouchCtime(ops, t, to, now));
+  AMINO_RETURN_IF_ERROR(TouchCtime(ops, t, to));
   if (moves_parent) {
-    AMINO_RETURN_IF_ERROR(ops.TouchDir(t, ro.parent, old_delta, now));
-    return ops.TouchDir(t, rn.parent, new_delta, now);
+    AMINO_RETURN_IF_ERROR(ops.TouchDir(t, ro.parent, old_delta));
+    return ops.TouchDir(t, rn.parent, new_delta);
   }
-  return ops.TouchDir(t, ro.parent, old_delta + new_delta, now);
+  return ops.TouchDir(t, ro.parent, old_delta + new_delta);
 }
 
 }  // namespace amino::schema

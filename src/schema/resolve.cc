@@ -1,16 +1,13 @@
 // Records by path and by id, and path resolution on a component stack.
 #include <deque>
 
+#include "schema/change_clock.h"
 #include "schema/fs_internal.h"
 #include "schema/name_hints.h"
 
 namespace amino::schema::internal {
 
-timespec Now() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return ts;
-}
+timespec Now() { return CoarseNow(); }
 
 namespace {
 
@@ -197,11 +194,16 @@ Status Ops::SaveAttr(DB_TXN* t, Node& n) {
   return Status::Ok();
 }
 
-Status Ops::TouchDir(DB_TXN* t, std::string_view dir, int nlink_delta, const timespec& now) {
+Status Ops::TouchDir(DB_TXN* t, std::string_view dir, int nlink_delta) {
   AMINO_ASSIGN_OR_RETURN(std::optional<Node> d, LookupPath(t, dir));
   if (!d) return Damaged("missing directory " + std::string(dir));
-  d->attr.mtime = d->attr.ctime = now;
+  const Attr before = d->attr;
+  d->attr.mtime = d->attr.ctime = ChangeTimeFor(d->id, d->attr.ctime);
   d->attr.nlink = static_cast<uint32_t>(static_cast<int64_t>(d->attr.nlink) + nlink_delta);
+  // The second entry made or removed in a tick: the directory's record stays as it is (the
+  // entry's own records are what changed; its read lock orders this call with a removal or a
+  // rename of the directory, which write that record).
+  if (SameAttr(before, d->attr)) return Status::Ok();
   return SaveAttr(t, *d);
 }
 

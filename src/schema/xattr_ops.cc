@@ -4,6 +4,7 @@
 // returns; the file's flags say which of the two it has (records.h).
 #include <sys/xattr.h>
 
+#include "schema/change_clock.h"
 #include "schema/fs_internal.h"
 
 namespace amino::schema {
@@ -141,7 +142,7 @@ Status SetAcl(Ops& ops, DB_TXN* t, const Cred& c, Node& n, std::string_view name
   }
   if (!changed) return Status::Ok();  // removing an ACL the file does not have
   AMINO_RETURN_IF_ERROR(ops.StoreAcl(t, n, name, acl));
-  n.attr.ctime = Now();
+  n.attr.ctime = ChangeTimeFor(n.id, n.attr.ctime);
   return ops.SaveAttr(t, n);
 }
 
@@ -175,7 +176,7 @@ Status Set(Store& s, Ops& ops, DB_TXN* t, const Cred& c, Node& n, std::string_vi
   if (!old && (flags & XATTR_REPLACE)) return Status::Errno(ENODATA);
   AMINO_RETURN_IF_ERROR(s.Room(key.size() + value.size()));
   AMINO_RETURN_IF_ERROR(s.Put(s.xattr(), t, key, value));
-  n.attr.ctime = Now();
+  n.attr.ctime = ChangeTimeFor(n.id, n.attr.ctime);
   return ops.SaveAttr(t, n);
 }
 
@@ -205,7 +206,7 @@ Status Remove(Store& s, Ops& ops, DB_TXN* t, const Cred& c, Node& n, std::string
   AMINO_ASSIGN_OR_RETURN(std::optional<std::string> old, s.Get(s.xattr(), t, key));
   if (!old) return Status::Errno(ENODATA);
   AMINO_RETURN_IF_ERROR(s.Del(s.xattr(), t, key));
-  n.attr.ctime = Now();
+  n.attr.ctime = ChangeTimeFor(n.id, n.attr.ctime);
   return ops.SaveAttr(t, n);
 }
 
