@@ -82,8 +82,8 @@ Status UtimensNode(Ops& ops, DB_TXN* t, const Cred& c, Node& n, const timespec* 
     if (!only_now) return Status::Errno(EPERM);
     if (!Permitted(n, c, 2)) return Status::Errno(EACCES);
   }
-  // Times set to now explicitly are fine-grained: the caller means this instant.
-  timespec now = FineNow();
+  // "Now" is the change's own time, as the kernel's current_time().
+  timespec now = ChangeTimeFor(n.id, n.attr.ctime);
   auto pick = [&](const timespec* ts, timespec* field) {
     if (!ts || ts->tv_nsec == UTIME_NOW) {
       *field = now;

@@ -67,12 +67,6 @@ timespec ChangeTimeFor(FileId id, const timespec& ctime) {
   return t;
 }
 
-timespec FineNow() {
-  Clock& c = TheClock();
-  std::lock_guard<std::mutex> l(c.mu);
-  return c.Fine();
-}
-
 void NoteTimesSeen(FileId id) {
   Clock& c = TheClock();
   std::lock_guard<std::mutex> l(c.mu);

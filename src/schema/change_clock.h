@@ -24,8 +24,6 @@ timespec CoarseNow();
 // The time for a change of file `id`, whose ctime is now `ctime`: fine-grained (and after
 // `ctime`) if its times were seen since its last change, else CoarseNow().
 timespec ChangeTimeFor(FileId id, const timespec& ctime);
-// A fine-grained time (for times a caller sets to "now" explicitly: utimensat).
-timespec FineNow();
 // The times of `id` were handed to a program.
 void NoteTimesSeen(FileId id);
 
