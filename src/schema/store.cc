@@ -271,8 +271,25 @@ void Store::NoteWrite(DB* db, std::string_view key) {
   const int index = DbIndex(db);
   if (index >= 0) TxnReads::Forget(index, key);
   if (!cache_) return;
-  if (index >= 0) cache_->Forget(index, key);
+  if (index >= 0) {
+    cache_->Forget(index, key);
+    std::lock_guard<std::mutex> lock(cache_txn_writes_mu_);
+    std::erase_if(cache_txn_writes_,
+                  [&](const Written& w) { return w.db == index && w.key == key; });
+  }
   if (cache_txn_) cache_txn_wrote_ = true;  // what it reads next may be uncommitted
+}
+
+void Store::NoteWritten(DB* db, DB_TXN* txn, std::string_view key,
+                        std::optional<std::string_view> value) {
+  if (!cache_ || !txn || txn != cache_txn_) return;
+  // The records every call reads (a file's name and attributes); pages and extended
+  // attributes are read where they are needed, and the Names database holds duplicates.
+  const int index = DbIndex(db);
+  if (db != path_ && db != orphan_ && db != inode_) return;
+  std::lock_guard<std::mutex> lock(cache_txn_writes_mu_);
+  cache_txn_writes_.push_back(
+      {index, std::string(key), value ? std::optional<std::string>(*value) : std::nullopt});
 }
 
 void Store::BeginTopLevel(DB_TXN* txn, bool cached, bool snapshot) {
@@ -306,8 +323,17 @@ Status Store::BeforeTopLevelCommit(DB_TXN* txn, uint64_t writes_at_begin) {
   return Status::Ok();
 }
 
-void Store::EndTopLevel(DB_TXN* txn) {
-  if (txn == cache_txn_) cache_txn_ = nullptr;
+void Store::EndTopLevel(DB_TXN* txn, bool committed) {
+  if (txn == cache_txn_) {
+    // Committed, and this process moved the generation for it (BeforeTopLevelCommit): the
+    // values are what another process would now read, until the generation moves again.
+    std::lock_guard<std::mutex> lock(cache_txn_writes_mu_);
+    if (committed) {
+      for (const Written& w : cache_txn_writes_) cache_->Insert(w.db, w.key, w.value, 0);
+    }
+    cache_txn_writes_.clear();
+    cache_txn_ = nullptr;
+  }
   if (txn == snapshot_txn_) snapshot_txn_ = nullptr;
 }
 
@@ -358,7 +384,9 @@ Status Store::Put(DB* db, DB_TXN* txn, std::string_view key, std::string_view va
   DBT v = Dbt(value);
   int ret = db->put(db, txn, &k, &v, flags);
   if (ret == DB_KEYEXIST) return Status::Errno(EEXIST);
-  return ret == 0 ? Status::Ok() : Fail(ret, "put");
+  if (ret != 0) return Fail(ret, "put");
+  NoteWritten(db, txn, key, value);
+  return Status::Ok();
 }
 
 Status Store::Del(DB* db, DB_TXN* txn, std::string_view key) {
@@ -367,8 +395,9 @@ Status Store::Del(DB* db, DB_TXN* txn, std::string_view key) {
   NoteWrite(db, key);
   DBT k = Dbt(key);
   int ret = db->del(db, txn, &k, 0);
-  if (ret == DB_NOTFOUND) return Status::Ok();
-  return ret == 0 ? Status::Ok() : Fail(ret, "del");
+  if (ret != 0 && ret != DB_NOTFOUND) return Fail(ret, "del");
+  NoteWritten(db, txn, key, std::nullopt);
+  return Status::Ok();
 }
 
 Status Store::DelDup(DB* db, DB_TXN* txn, std::string_view key, std::string_view value) {

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -105,8 +106,9 @@ class Store {
   // relied on the cache and another process committed since it began; advances the generation
   // when the transaction (or, conservatively, anything since `writes_at_begin`) wrote.
   Status BeforeTopLevelCommit(DB_TXN* txn, uint64_t writes_at_begin);
-  // After its commit or abort.
-  void EndTopLevel(DB_TXN* txn);
+  // After its commit (`committed`) or abort. The records a committed transaction that read from
+  // the cache wrote go into the cache: the next call finds them there.
+  void EndTopLevel(DB_TXN* txn, bool committed = false);
   // Whether what `txn` took from the cache is still what is committed (always, for others).
   bool CachedReadsHold(DB_TXN* txn) const;
   ReadCache* read_cache() { return cache_.get(); }
@@ -160,11 +162,23 @@ class Store {
   Result<std::optional<std::string>> ReadThroughCache(DB* db, DB_TXN* txn, std::string_view key,
                                                       uint32_t flags);
   std::unique_ptr<ReadCache> cache_;
-  DB_TXN* cache_txn_ = nullptr;     // the transaction that may read from the cache
-  uint64_t cache_txn_began_ = 0;    // the generation it began at
-  uint64_t cache_txn_serial_ = 0;   // counts the cached transactions begun
-  bool cache_txn_wrote_ = false;    // it wrote: it reads past the cache from then on
-  bool cache_txn_relied_ = false;   // it took a value from the cache
+  DB_TXN* cache_txn_ = nullptr;    // the transaction that may read from the cache
+  uint64_t cache_txn_began_ = 0;   // the generation it began at
+  uint64_t cache_txn_serial_ = 0;  // counts the cached transactions begun
+  bool cache_txn_wrote_ = false;   // it wrote: it reads past the cache from then on
+  bool cache_txn_relied_ = false;  // it took a value from the cache
+  // What the cached transaction wrote with Put and Del (the Path, Orphan and Inode records of
+  // files): the cache takes these once it commits. A key written any other way (a cursor, a
+  // child transaction) is dropped from here (NoteWrite), and only forgotten by the cache.
+  struct Written {
+    int db;
+    std::string key;
+    std::optional<std::string> value;  // nullopt: deleted
+  };
+  std::vector<Written> cache_txn_writes_;
+  std::mutex cache_txn_writes_mu_;  // NoteWrite may come from any thread
+  void NoteWritten(DB* db, DB_TXN* txn, std::string_view key,
+                   std::optional<std::string_view> value);
   DB_TXN* snapshot_txn_ = nullptr;  // the snapshot transaction under way (only reads)
   mutable bool snapshot_refused_ = false;
   std::string user_file_;  // DBDIR/amino.user.*, removed at a clean close

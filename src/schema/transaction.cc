@@ -63,7 +63,7 @@ Status Transaction::Commit() {
   }
   TxnReads::End(t);
   Status st = DbStatus(t->commit(t, 0), "commit");
-  if (top) store_->EndTopLevel(t);
+  if (top) store_->EndTopLevel(t, st.ok());
   if (st.ok() && parent_) {
     parent_->holds_.insert(parent_->holds_.end(), holds_.begin(), holds_.end());
     holds_.clear();
