@@ -219,11 +219,12 @@ Result<struct statfs> FileSystem::StatFs(Transaction&) {
   auto scale = [&](fsblkcnt_t n) { return n * host.f_frsize / kTransferUnit; };
   out.f_blocks = scale(host.f_blocks);
   // What calls may still add: the space the database keeps for removals (store_space.h) is
-  // not free to them.
+  // not free to them; the free pages removals left inside it are.
   const fsblkcnt_t kept = store_->space().Kept() / host.f_frsize;
-  auto less_kept = [&](fsblkcnt_t n) { return n > kept ? n - kept : 0; };
-  out.f_bfree = scale(less_kept(host.f_bfree));
-  out.f_bavail = scale(less_kept(host.f_bavail));
+  const fsblkcnt_t inside = store_->space().free_inside() / host.f_frsize;
+  auto usable = [&](fsblkcnt_t n) { return (n > kept ? n - kept : 0) + inside; };
+  out.f_bfree = scale(usable(host.f_bfree));
+  out.f_bavail = scale(usable(host.f_bavail));
   out.f_files = host.f_files;
   out.f_ffree = host.f_ffree;
   out.f_namelen = kNameMax;

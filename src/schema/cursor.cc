@@ -157,6 +157,7 @@ Status Cursor::Delete() {
   if (store) AMINO_RETURN_IF_ERROR(store->MayChange(dbc_->txn));
   if (store) {
     ++store->writes_;
+    if (dbc_->dbp == store->data_) store->data_deletes_.fetch_add(1, std::memory_order_relaxed);
     store->NoteWrite(dbc_->dbp, key());
   }
   int ret = dbc_->del(dbc_, 0);

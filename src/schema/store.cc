@@ -100,6 +100,11 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, const Options
   if (ret != 0) return Fail(ret, dir + ": open environment");
   s->holds_ = std::make_unique<OpenHolds>(env);
   s->checkpointer_ = std::make_unique<Checkpointer>(env, kCheckpointKbytes);
+  Store* store = s.get();
+  s->space_->SetReclaimer([store] {
+    const bool deleted = store->data_deletes_.load() != store->data_deletes_counted_;
+    store->Reclaim(store->space_->ReclaimDue() || deleted, 0);
+  });
   auto cache = ReadCache::Open(dir);
   if (!cache.ok()) return cache.status();
   s->cache_ = std::move(*cache);
@@ -296,7 +301,7 @@ void Store::BeginTopLevel(DB_TXN* txn, bool cached, bool snapshot) {
   space_->Notice();
   // Here, where this thread holds no lock yet: the calls of a full file system all fail, so
   // none may commit to make room.
-  if (space_->low()) Reclaim(space_->ReclaimDue());
+  if (space_->low()) Reclaim(space_->ReclaimDue(), 4 << 10);
   if (snapshot) {
     snapshot_txn_ = txn;
     snapshot_refused_ = false;
@@ -392,6 +397,7 @@ Status Store::Put(DB* db, DB_TXN* txn, std::string_view key, std::string_view va
 Status Store::Del(DB* db, DB_TXN* txn, std::string_view key) {
   AMINO_RETURN_IF_ERROR(MayChange(txn));
   ++writes_;
+  if (db == data_) data_deletes_.fetch_add(1, std::memory_order_relaxed);
   NoteWrite(db, key);
   DBT k = Dbt(key);
   int ret = db->del(db, txn, &k, 0);
@@ -444,35 +450,55 @@ void Store::NoteTopLevelCommit() {
   }
 }
 
-void Store::Reclaim(bool compact) {
-  // Log files recovery no longer needs go once a checkpoint is taken: one after every 4 MiB of
-  // log (removals log what they remove), so that the log turns over within the room left.
-  if (env_->txn_checkpoint(env_, 4 << 10, 0, 0) == 0) {
+void Store::Reclaim(bool count, uint32_t log_kbytes) {
+  // Log files recovery no longer needs go once a checkpoint is taken: while the file system is
+  // full, one after every 4 MiB of log (removals log what they remove), so that the log turns
+  // over within the room left.
+  if (env_->txn_checkpoint(env_, log_kbytes, 0, 0) == 0) {
     char** list = nullptr;
     if (env_->log_archive(env_, &list, DB_ARCH_REMOVE) == 0 && list) free(list);
   }
-  if (!compact) return;
-  // Pages removals freed inside the Data database go back to the file system: its pages move
-  // toward the front and the file is cut. A moved page is logged whole: a step moves no more
-  // than half of what is free beyond the reserve's size (that much stays for the removals);
-  // each is a transaction that gives way to any lock held (an application transaction's), and
-  // that is simply tried again later.
+  if (!count) return;
   u_int32_t page = 0;
   if (data_->get_pagesize(data_, &page) != 0 || page == 0) return;
-  const uint64_t free = StoreSpace::FreeBytes(dir_);
-  const uint64_t reserve = space_->reserve_bytes();
-  if (free < 2 * reserve) return;
-  const uint64_t pages = (free - reserve) / 2 / page;
+  // Pages removals freed inside the Data database: counted by walking it, which only a full
+  // file system pays for, at most every half second. Calls use them in place (Room counts
+  // them); they go back to the file system only when moving pages to the front is affordable.
+  // Each step is a transaction that gives way to any lock held (an application
+  // transaction's), and is simply tried again later.
   DB_TXN* t = nullptr;
   if (env_->txn_begin(env_, nullptr, &t, DB_TXN_NOWAIT) != 0) return;
+  DB_BTREE_STAT* st = nullptr;
+  const uint64_t deletes = data_deletes_.load();
+  if (data_->stat(data_, t, &st, 0) != 0) {
+    (void)t->abort(t);
+    return;
+  }
+  const uint64_t free_pages = st->bt_free, used_pages = st->bt_pagecnt - st->bt_free;
+  ::free(st);
+  data_deletes_counted_ = deletes;
+  space_->NoteFreeInside(free_pages * page);
+  // A moved page is logged whole, with its place in the free list: at most as many pages move
+  // as are free or in use, and a step runs only when that, twice over, fits in half of what
+  // the file system has beyond the room kept for removals (which log what they remove). Pages
+  // are moved, never merged: merging rewrote most of a dense tree (116 MiB of log to give
+  // back 9 MiB).
+  const uint64_t moved = std::min(free_pages, used_pages) * page;
+  const uint64_t room = StoreSpace::FreeBytes(dir_), kept = space_->Kept();
+  if (free_pages == 0 || room < kept || 2 * moved > (room - kept) / 2) {
+    (void)t->commit(t, 0);
+    return;
+  }
   DB_COMPACT c;
   std::memset(&c, 0, sizeof c);
-  c.compact_pages = static_cast<u_int32_t>(std::min<uint64_t>(pages, 1024));
-  if (data_->compact(data_, t, nullptr, nullptr, &c, DB_FREE_SPACE, nullptr) == 0) {
-    (void)t->commit(t, 0);
-    space_->ForgetClaims();
-  } else {
+  c.compact_fillpercent = 1;
+  if (data_->compact(data_, t, nullptr, nullptr, &c, DB_FREE_SPACE, nullptr) != 0) {
     (void)t->abort(t);
+    return;
   }
+  if (t->commit(t, 0) != 0) return;
+  const uint64_t given_back = std::min<uint64_t>(free_pages, c.compact_pages_truncated);
+  space_->NoteFreeInside((free_pages - given_back) * page);
+  space_->ForgetClaims();
 }
 }  // namespace amino::schema

@@ -152,9 +152,14 @@ class Store {
   std::unique_ptr<StoreSpace> space_;
   uint64_t added_ = 0;  // bytes calls added (Room), for the checkpoint's timing
   uint64_t added_at_checkpoint_ = 0;
-  // On a full file system: the log files that can go back; with `compact`, the Data
-  // database's free pages too.
-  void Reclaim(bool compact);
+  // On a full file system: the log files that can go back once a checkpoint is past
+  // `log_kbytes` of log (0: any); with `count`, the Data database's free pages are counted
+  // (StoreSpace::NoteFreeInside) and go back to the file system when that is affordable.
+  void Reclaim(bool count, uint32_t log_kbytes);
+  // Records deleted from the Data database (pages they may have freed), and how many when its
+  // free pages were last counted.
+  std::atomic<uint64_t> data_deletes_{0};
+  uint64_t data_deletes_counted_ = 0;
   int DbIndex(DB* db) const;
   Result<std::optional<std::string>> GetLocked(DB* db, DB_TXN* txn, std::string_view key,
                                                uint32_t flags);

@@ -441,20 +441,46 @@ void StoreSpace::Notice() {
   }
 }
 
+bool StoreSpace::Fits(uint64_t free, uint64_t keep, uint64_t bytes) const {
+  // What a call adds goes to the log on the file system, which must have that room; its pages
+  // may also go into free pages inside the databases.
+  return free >= keep + bytes && free + free_inside_ >= keep + kAmplification * bytes;
+}
+
+bool StoreSpace::FitsNow(uint64_t keep, uint64_t bytes) {
+  if (Fits(FreeBytesOf(dir_), keep, bytes)) return true;
+  if (!reclaim_) return false;
+  // Log files wait for a checkpoint to go (one is taken after every 64 MiB of log), and free
+  // pages inside were last counted before the latest removals: room the call may have.
+  reclaim_();
+  return Fits(FreeBytesOf(dir_), keep, bytes);
+}
+
+void StoreSpace::Take(uint64_t bytes) { free_inside_ -= std::min(free_inside_, bytes); }
+
 Status StoreSpace::Room(uint64_t bytes) {
   Notice();
   if (!low_) {
     if (bytes < budget_) {
       budget_ -= bytes;
+      Take(bytes);
       return Status::Ok();
     }
     // Every MiB or so of what calls add, the file system is looked at again, and what Berkeley
     // DB took meanwhile is claimed. A call's bytes reach the file system several times over
     // (the log with the pages' former contents, the pages, the cache's growth).
-    const uint64_t free = FreeBytesOf(dir_);
-    if (Claim() && free >= Kept() + kAmplification * bytes) {
-      budget_ = std::min<uint64_t>((free - Kept()) / 4, 1 << 20);
+    if (Claim() && FitsNow(Kept(), bytes)) {
+      // The reserve comes back once there is room for it too; till then what is kept is the
+      // removals' room (free pages inside the database may be all that removals gave back).
+      if (reserve_fd_.load() < 0 &&
+          FreeBytesOf(dir_) >= Kept() + reserve_bytes_ + kAmplification * bytes) {
+        (void)MakeReserve();
+      }
+      const uint64_t free = FreeBytesOf(dir_);
+      budget_ = std::min<uint64_t>(
+          {(free + free_inside_ - Kept()) / kAmplification, free - Kept(), 1 << 20});
       if (bytes < budget_) budget_ -= bytes;
+      Take(bytes);
       return Status::Ok();
     }
     low_ = true;  // the reserve stays: what is left is for removals and reads
@@ -464,8 +490,7 @@ Status StoreSpace::Room(uint64_t bytes) {
   const uint64_t now = NowNs();
   if (now < next_check_ns_) return Status::Errno(ENOSPC);
   next_check_ns_ = now + kRecheckNs;
-  if (Claim() && FreeBytesOf(dir_) >= Kept() + reserve_bytes_ + kAmplification * bytes &&
-      MakeReserve()) {
+  if (Claim() && FitsNow(Kept(), bytes)) {
     low_ = false;
     budget_ = 0;
     return Room(bytes);

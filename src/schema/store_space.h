@@ -4,9 +4,11 @@
 // - The reserve: `amino.reserve`, reserve_bytes() allocated in the database directory while
 //   there is room. The first sign of a full file system gives it back, so that the log records
 //   of reads' access times and of removals, and Berkeley DB's own pages, still find room.
-// - Low-space mode: from then until the file system again has room for the reserve and as
-//   much again, calls that add data (file data, new files and names, extended attributes) fail
-//   with ENOSPC before they touch the database (Room()).
+// - Low-space mode: from then until there is room again, calls that add data (file data, new
+//   files and names, extended attributes) fail with ENOSPC before they touch the database
+//   (Room()). Room: the file system keeps Kept() free beside what a call logs, and what it
+//   adds fits there or in the free pages removals left inside the database (counted while the
+//   file system is full). The reserve is made again once there is room for it as well.
 // - A guard against SIGBUS: Berkeley DB's shared regions are files mapped into the process,
 //   sparse; a page first touched on a full file system would kill the process with SIGBUS. The
 //   guard allocates that page (after giving back the reserve) and lets the access run again.
@@ -17,6 +19,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -58,14 +61,22 @@ class StoreSpace {
   Status Room(uint64_t bytes);
   // Free bytes the calls that add data must leave to removals, reads and the cache.
   uint64_t Kept() const;
+  // Bytes of free pages inside the databases, as last counted (the store counts them while the
+  // file system is full): calls may fill them without room on the file system, as long as the
+  // log still has its room there.
+  void NoteFreeInside(uint64_t bytes) { free_inside_ = bytes; }
+  uint64_t free_inside() const { return free_inside_; }
+  // How the store gives back what it can (the log files recovery no longer needs; when
+  // ReclaimDue(), a count of its free pages), tried before a call is refused room.
+  void SetReclaimer(std::function<void()> reclaim) { reclaim_ = std::move(reclaim); }
   // At the start of every top-level transaction: if any store met a full file system since the
   // last look and this one's has no room left, the reserve goes back now, before the
   // transaction writes its first log record.
   void Notice();
   // Whether ENOSPC ends low-space mode's calls now.
   bool low() const { return low_; }
-  // In low-space mode, at most every kReclaimNs: whether the store should give back what it
-  // can (old log files, free pages).
+  // At most every kReclaimNs: whether the store should count its free pages and give back
+  // what it can of them.
   bool ReclaimDue();
 
   // Called for every error Berkeley DB returns, in any store of the process: true when it says
@@ -97,7 +108,12 @@ class StoreSpace {
   uint64_t next_reclaim_ns_ = 0;
   uint64_t next_notice_ns_ = 0;
   bool MakeReserve();  // true when the reserve is in place
-  bool Claim();        // false when the file system is full
+  // Whether a call adding `bytes` fits on a file system with `free` bytes, `keep` left over.
+  bool Fits(uint64_t free, uint64_t keep, uint64_t bytes) const;
+  // Fits on the file system as it is now, after the store reclaimed what it could if not.
+  bool FitsNow(uint64_t keep, uint64_t bytes);
+  void Take(uint64_t bytes);  // a call was let add `bytes`: free pages inside are used first
+  bool Claim();               // false when the file system is full
   void GiveBackReserve();
 
   std::string dir_;
@@ -121,8 +137,10 @@ class StoreSpace {
   static constexpr uint64_t kFullClaimNs = 5'000'000'000;
   std::atomic<int> reserve_fd_{-1};  // the guard may give it back from a signal handler
   bool low_ = false;
-  uint64_t budget_ = 0;     // bytes calls may add before the free space is looked at again
-  uint64_t full_seen_ = 0;  // NoteError's count when this store last looked
+  uint64_t budget_ = 0;  // bytes calls may add before the free space is looked at again
+  uint64_t free_inside_ = 0;
+  std::function<void()> reclaim_;  // NoteFreeInside's, less what calls were let add since
+  uint64_t full_seen_ = 0;         // NoteError's count when this store last looked
   uint64_t next_check_ns_ = 0;
 };
 

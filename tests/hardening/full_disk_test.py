@@ -66,6 +66,18 @@ while True:
             print("write-after-removal", errno.errorcode.get(e.errno, e.errno))
             break
         time.sleep(0.1)
+# Room removals made is room again: half of what was removed is written back.
+want = removed // 2
+rewritten = 0
+for i in range(want):
+    try:
+        with open(os.path.join(d, "g%d" % i), "wb") as f:
+            f.write(content(1000 + i))
+        rewritten += 1
+    except OSError as e:
+        print("rewrite-errno", errno.errorcode.get(e.errno, e.errno))
+        break
+print("rewritten", rewritten, "of", want)
 st = os.statvfs(d)
 print("statfs-avail", "some" if st.f_bavail > 0 else "none")
 digest = hashlib.sha256()
@@ -106,8 +118,10 @@ def body(scratch):
         _, out, _ = hc.run([sys.executable, worker, native], "worker natively", timeout=120)
         want = facts(out)
         hc.say("natively: %s" % want)
-        hc.check(want.get("fill-errno") == "ENOSPC" and want.get("read-back") == "ok",
-                 "negative control: natively the disk did not fill with ENOSPC: %s" % want)
+        hc.check(want.get("fill-errno") == "ENOSPC" and want.get("read-back") == "ok" and
+                 want.get("rewritten", "").partition(" of ")[0] ==
+                 want.get("rewritten", "").partition(" of ")[2],
+                 "negative control: natively the disk did not fill with ENOSPC, or room removals made was not room again: %s" % want)
         umount(native)
         disks.remove(native)
 
@@ -142,6 +156,10 @@ def body(scratch):
             hc.check(got.get("write-after-removal") == "ok",
                      "%s: writing after the removals: %s" % (
                          backend, got.get("write-after-removal")))
+            rewritten, _, of = got.get("rewritten", "0 of ?").partition(" of ")
+            hc.check(rewritten == of and int(rewritten) > 0,
+                     "%s: writing back half of what was removed: %s (%s)" % (
+                         backend, got.get("rewritten"), got.get("rewrite-errno")))
             hc.check("Bus error" not in err and "EIO" not in err, "%s: stderr: %s" % (backend, err))
 
             # What was committed is what a new run reads.
