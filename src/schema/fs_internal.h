@@ -105,7 +105,8 @@ class Ops {
   // Its mode and ACL are made as CreateNode makes them.
   Result<Node> CreateUnnamed(DB_TXN* t, const Cred& c, mode_t mode, mode_t umask,
                              const Node& parent);
-  // Stores `iv` under a fresh random id.
+  // Stores `iv` under a fresh id: the next of the process's run in a call of its own, else a
+  // random one (Store::NextRunId).
   Result<FileId> NewInode(DB_TXN* t, const InodeValue& iv);
   // Removes one name of a file; frees or orphans the file when it was the last.
   Status RemoveName(DB_TXN* t, Node& node, std::string_view path);

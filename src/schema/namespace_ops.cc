@@ -78,10 +78,17 @@ static Result<NewFile> InitialAttr(Store& s, DB_TXN* t, const Cred& c, mode_t mo
 Result<FileId> Ops::NewInode(DB_TXN* t, const InodeValue& iv) {
   AMINO_RETURN_IF_ERROR(s_.Room(kNewFileBytes));
   for (;;) {
-    FileId id = RandomId();
+    // A call of its own takes the next id of this process's run (its Inode record and pages
+    // go beside those of the files it made before: the same few pages stay in the cache and
+    // are written once, where random ids dirtied a page anywhere in the tree per file). A
+    // transaction of the application's takes random ones, as before: two of them never
+    // contend for the page their new files' records share.
+    const bool in_run = s_.InCallOfItsOwn(t);
+    FileId id = in_run ? s_.NextRunId(RandomId) : RandomId();
     Status st = s_.Put(s_.inode(), t, IdKey(id), EncodeInodeValue(iv), DB_NOOVERWRITE);
     if (st.ok()) return id;
     if (st.kind() != Status::Kind::kErrno || st.error() != EEXIST) return st;
+    if (in_run) s_.EndRun();  // another run (or a random id) is there: start one elsewhere
   }
 }
 

@@ -96,6 +96,16 @@ class Store {
   // page versions: its reads would be of the present, not of the snapshot.
   Status MayRead(DB* db, DB_TXN* txn) const;
   bool InSnapshot(DB_TXN* txn) const { return txn && txn == snapshot_txn_; }
+  // Whether `txn` is a call of its own (the cached top-level transaction), not part of an
+  // application's transaction.
+  bool InCallOfItsOwn(DB_TXN* txn) const { return txn && txn == cache_txn_; }
+  // New file ids for calls of their own come in runs: consecutive ids from a random start
+  // (`random`), until EndRun or the ids' end.
+  FileId NextRunId(FileId (*random)()) {
+    if (run_next_ == 0 || run_next_ >= kRunIdEnd) run_next_ = random();
+    return run_next_++;
+  }
+  void EndRun() { run_next_ = 0; }
   // Whether the last snapshot transaction was refused a change (MayChange).
   bool snapshot_refused() const { return snapshot_refused_; }
   // Whether file `id` exists as last committed, and with a name or not (from the Names and
@@ -188,6 +198,8 @@ class Store {
   mutable bool snapshot_refused_ = false;
   std::string user_file_;  // DBDIR/amino.user.*, removed at a clean close
   uint64_t writes_ = 0;
+  static constexpr FileId kRunIdEnd = FileId{1} << 63;  // ids are positive as signed inos
+  FileId run_next_ = 0;                                 // 0: no run under way
   std::vector<FileId> followed_;
   friend class Cursor;  // its deletes are writes too
 };

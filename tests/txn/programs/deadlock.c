@@ -72,8 +72,9 @@ static int fillers_between(uint64_t lo, uint64_t hi) {
 
 // Berkeley DB locks pages: x and y must share none. In path.db, records are ordered by path:
 // fillers "a/f..." keep x away from its directories' records, "a/z..." from y. In inode.db and
-// data.db, by file id, which the schema draws at random (st_ino shows it): x and y are the
-// candidates with the lowest and highest id, with at least kBetween fillers between them: more
+// data.db, by file id (st_ino shows it), which the schema draws at random or, for calls outside
+// transactions, consecutively in runs: x and y are the candidates with the lowest and highest
+// id, with at least kBetween fillers between them: more
 // than two 4 KiB pages of file records (about 32 bytes each; an open takes its file's record
 // for writing) and of 64 KiB pages of data (a 4 KiB page of data each).
 static int setup(int count) {
@@ -85,6 +86,8 @@ static int setup(int count) {
   for (int i = 0; i < kCandidates; i++) {
     must(write_file(at("a/c%d", i), "x0\n"), "write", at("a/c%d", i));
     ids[i] = inode(at("a/c%d", i));
+    // Consecutive ids put the fillers made between two candidates between their ids.
+    fill('z', kBetween / (kCandidates - 1) + 1);
   }
   int lo = 0, hi = 0;
   for (int i = 1; i < kCandidates; i++) {
