@@ -142,7 +142,16 @@ Result<size_t> FileSystem::Read(Transaction& txn, FileId id, uint64_t offset, vo
   auto* dst = static_cast<char*>(buf);
   std::memset(dst, 0, count);
   const uint64_t end = offset + count;
-  const std::string prefix = IdKey(id);
+  if (offset / kTransferUnit == (end - 1) / kTransferUnit) {
+    // Within one page (most reads): that record alone, copied straight into `dst`.
+    const uint64_t page_start = offset / kTransferUnit * kTransferUnit;
+    AMINO_ASSIGN_OR_RETURN(std::optional<size_t> got,
+                           store_->GetPart(store_->data(), t, PageKey(id, offset / kTransferUnit),
+                                           static_cast<uint32_t>(offset - page_start), dst,
+                                           static_cast<uint32_t>(count)));
+    (void)got;  // an absent page is a hole, a short one ends in zeros: as set above
+    return count;
+  }
   Cursor c(store_->data(), t);
   AMINO_RETURN_IF_ERROR(c.status());
   AMINO_ASSIGN_OR_RETURN(bool more, c.SeekRange(PageKey(id, offset / kTransferUnit)));

@@ -262,6 +262,23 @@ Result<std::optional<std::string>> Store::GetLocked(DB* db, DB_TXN* txn, std::st
   return value;
 }
 
+Result<std::optional<size_t>> Store::GetPart(DB* db, DB_TXN* txn, std::string_view key,
+                                             uint32_t from, void* buf, uint32_t len) {
+  AMINO_RETURN_IF_ERROR(MayRead(db, txn));
+  DBT k = Dbt(key);
+  DBT v;
+  std::memset(&v, 0, sizeof v);
+  v.data = buf;
+  v.ulen = len;
+  v.doff = from;
+  v.dlen = len;
+  v.flags = DB_DBT_USERMEM | DB_DBT_PARTIAL;
+  const int ret = db->get(db, txn, &k, &v, 0);
+  if (ret == DB_NOTFOUND || ret == DB_KEYEMPTY) return std::optional<size_t>();
+  if (ret != 0) return Fail(ret, "get");
+  return std::optional<size_t>(v.size);
+}
+
 int Store::DbIndex(DB* db) const {
   if (db == path_) return 0;
   if (db == data_) return 1;

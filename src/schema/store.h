@@ -69,6 +69,10 @@ class Store {
   // Get through Berkeley DB, whose lock on the record the transaction keeps until it ends: for
   // protocols that rest on the lock itself, not only on the value (open_holds.h).
   Result<std::optional<std::string>> GetLocked(DB* db, DB_TXN* txn, std::string_view key);
+  // Bytes [from, from + len) of the record at `key`, copied into `buf` straight from Berkeley
+  // DB's page (not cached): how many the record had there, or nullopt when the key is absent.
+  Result<std::optional<size_t>> GetPart(DB* db, DB_TXN* txn, std::string_view key, uint32_t from,
+                                        void* buf, uint32_t len);
   Status Put(DB* db, DB_TXN* txn, std::string_view key, std::string_view value, uint32_t flags = 0);
   // Ok also when the key was absent.
   Status Del(DB* db, DB_TXN* txn, std::string_view key);
