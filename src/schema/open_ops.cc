@@ -208,9 +208,10 @@ Result<std::vector<DirEntry>> FileSystem::ReadDir(Transaction& txn, FileId dir,
     std::string_view key, value;
     while (cur.NextInBatch(&key, &value)) {
       if (out.size() >= max || key.substr(0, prefix.size()) != prefix) return out;
-      PathValue pv;
-      if (!DecodePathValue(value, &pv)) return Status::Storage(EUCLEAN, "damaged path");
-      out.push_back(DirEntry{std::string(key.substr(prefix.size())), pv.id, DirentType(pv.mode)});
+      FileId id;
+      uint32_t mode;
+      if (!DecodePathEntry(value, &id, &mode)) return Status::Storage(EUCLEAN, "damaged path");
+      out.push_back(DirEntry{std::string(key.substr(prefix.size())), id, DirentType(mode)});
     }
     AMINO_ASSIGN_OR_RETURN(more, cur.NextBatch());
   }
@@ -218,6 +219,16 @@ Result<std::vector<DirEntry>> FileSystem::ReadDir(Transaction& txn, FileId dir,
 }
 
 Result<std::vector<std::string>> FileSystem::Names(Transaction& txn, FileId id) {
+  {
+    // A file with one name (every directory) has it in its node, which the read cache and the
+    // name hints usually give without a lookup in the Names database.
+    Ops ops(*store_);
+    Result<Node> n = ops.NodeById(txn.raw(), id);
+    if (!n.ok() && n.status().error() == ESTALE) return std::vector<std::string>{};
+    AMINO_RETURN_IF_ERROR(n.status());
+    if (n->where == Node::Where::kOrphan) return std::vector<std::string>{};
+    if (n->where == Node::Where::kPlmd) return std::vector<std::string>{n->path};
+  }
   Cursor cur(store_->names(), txn.raw());
   AMINO_RETURN_IF_ERROR(cur.status());
   std::vector<std::string> out;

@@ -231,6 +231,17 @@ bool DecodePathValue(std::string_view in, PathValue* v) {
   return true;
 }
 
+bool DecodePathEntry(std::string_view in, FileId* id, uint32_t* mode) {
+  Reader r(in);
+  uint8_t has;
+  if (!r.Get(id) || !r.Get(mode) || !r.Get(&has) || has > 1) return false;
+  if (!has) return r.empty();
+  uint8_t version;
+  if (!r.Get(&version)) return false;
+  if (version == kAttrVersion) return r.size() == kAttrSize - 1 - sizeof(uint32_t);
+  return version == kAttrVersionWithFlags && r.size() == kAttrSize - 1;
+}
+
 std::string EncodeInodeValue(const InodeValue& v) {
   std::string out;
   Writer w(&out);

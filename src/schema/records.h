@@ -117,6 +117,9 @@ std::string EncodeAttr(const Attr& a);
 bool DecodeAttr(std::string_view in, Attr* a);
 std::string EncodePathValue(const PathValue& v);
 bool DecodePathValue(std::string_view in, PathValue* v);
+// What a directory listing needs of a Path record, its file's id and type, with the record's
+// shape checked (its length for the stat record it carries) but not every field decoded.
+bool DecodePathEntry(std::string_view in, FileId* id, uint32_t* mode);
 std::string EncodeInodeValue(const InodeValue& v);
 bool DecodeInodeValue(std::string_view in, InodeValue* v);
 std::string EncodeSuperblock(const Superblock& s);

@@ -202,6 +202,36 @@ TEST(RecordsTest, PathValueRoundTripsWithAndWithoutPlmd) {
   EXPECT_FALSE(DecodePathValue(enc + "junk", &w));
 }
 
+TEST(RecordsTest, APathEntryIsTheRecordsIdAndTypeAndItsShapeIsChecked) {
+  PathValue v;
+  v.id = 0x0123456789abcdefULL;
+  v.mode = S_IFDIR | 0755;
+  for (int form = 0; form < 3; ++form) {
+    v.plmd.reset();
+    if (form > 0) v.plmd = SampleAttr();
+    if (form == 2) v.plmd->flags = kHasAccessAcl;  // the longer, flagged stat record
+    const std::string enc = EncodePathValue(v);
+    FileId id = 0;
+    uint32_t mode = 0;
+    ASSERT_TRUE(DecodePathEntry(enc, &id, &mode)) << "form " << form;
+    EXPECT_EQ(id, v.id);
+    EXPECT_EQ(mode, v.mode);
+    // Whatever DecodePathValue takes for damage by its length, so does DecodePathEntry.
+    for (size_t cut = 0; cut < enc.size(); ++cut) {
+      EXPECT_FALSE(DecodePathEntry(enc.substr(0, cut), &id, &mode)) << form << " cut " << cut;
+    }
+    EXPECT_FALSE(DecodePathEntry(enc + "x", &id, &mode)) << "form " << form;
+    std::string bad_has = enc;
+    bad_has[12] = 2;
+    EXPECT_FALSE(DecodePathEntry(bad_has, &id, &mode)) << "form " << form;
+    if (form > 0) {
+      std::string bad_version = enc;
+      bad_version[13] = 7;
+      EXPECT_FALSE(DecodePathEntry(bad_version, &id, &mode)) << "form " << form;
+    }
+  }
+}
+
 TEST(RecordsTest, InodeValueRoundTripsWithAndWithoutDlmd) {
   InodeValue v;
   v.link_count = 2;
