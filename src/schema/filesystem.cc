@@ -155,6 +155,17 @@ Result<Transaction> FileSystem::Begin(Transaction* parent, TxnOptions options) {
   }
   if (options.nowait) flags |= DB_TXN_NOWAIT;
   const bool snapshot = options.snapshot && !parent;
+  if (parent && parent->deferred()) {
+    // Its children would need its locker: the call runs again in a real transaction.
+    (void)store_->MayChange(parent->raw());
+    return Status::Conflict("a deferred transaction cannot have children");
+  }
+  if (options.deferred && options.cached && !parent && !snapshot) {
+    if (DB_TXN* stand_in = store_->BeginDeferred()) {
+      store_->BeginTopLevel(stand_in, true, false);
+      return Transaction(stand_in, nullptr, store_.get(), store_->WritesMade(), true);
+    }
+  }
   if (snapshot) flags |= DB_TXN_SNAPSHOT;
   DB_TXN* txn = nullptr;
   DB_ENV* env = store_->env();
@@ -189,6 +200,8 @@ Status FileSystem::FlushLog() {
 }
 
 bool FileSystem::SnapshotRefusedChange() const { return store_->snapshot_refused(); }
+
+bool FileSystem::DeferralRefused() const { return store_->deferral_refused(); }
 
 FileSystem::CacheStats FileSystem::ReadCacheStats() const {
   const ReadCache* cache = store_->read_cache();

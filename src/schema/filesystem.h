@@ -112,6 +112,9 @@ class FileSystem {
   // Whether the last transaction begun with TxnOptions::snapshot failed because the call
   // wanted to change something (a write, a hold taken or given up where that needs a lock).
   bool SnapshotRefusedChange() const;
+  // Whether the last transaction begun with TxnOptions::deferred failed because the call
+  // needed Berkeley DB (a record not in the read cache, a write, a lock).
+  bool DeferralRefused() const;
 
   // --- Calls on paths ---------------------------------------------------------------------
   Result<Stat> GetStat(Transaction& t, const Cred& c, std::string_view path, bool follow = true);

@@ -106,7 +106,10 @@ Status OpenHolds::LockDecision(FileId id, DB_TXN* txn, db_lockmode_t mode, const
   DBT d = obj.dbt();
   DB_LOCK lock;
   // Kept by the transaction's locker: let go of (or passed to its parent) when it ends.
-  int ret = env_->lock_get(env_, txn->id(txn), DB_LOCK_NOWAIT, &d, mode, &lock);
+  const u_int32_t locker = txn->id(txn);
+  // A deferred transaction (TxnOptions::deferred) has none: the call runs again in a real one.
+  if (locker == 0) return Status::Conflict("a call without a Berkeley DB transaction cannot lock");
+  int ret = env_->lock_get(env_, locker, DB_LOCK_NOWAIT, &d, mode, &lock);
   if (ret == DB_LOCK_NOTGRANTED) return Status::Conflict(what);
   return ret == 0 ? Status::Ok() : LockStatus(ret, "lock_get");
 }

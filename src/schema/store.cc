@@ -206,7 +206,8 @@ Result<std::optional<std::string>> Store::Get(DB* db, DB_TXN* txn, std::string_v
                                               uint32_t flags) {
   // Reads with flags (DB_RMW takes the record for writing) always go to Berkeley DB.
   if (flags & DB_RMW) AMINO_RETURN_IF_ERROR(MayChange(txn));
-  const int db_index = txn && flags == 0 ? DbIndex(db) : -1;
+  // A deferred transaction reads the cache only; what it read there is its own reads.
+  const int db_index = txn && flags == 0 && !IsDeferred(txn) ? DbIndex(db) : -1;
   if (db_index >= 0) {
     if (const std::optional<std::string>* seen = TxnReads::Find(this, txn, db_index, key)) {
       return *seen;
@@ -357,6 +358,7 @@ void Store::EndTopLevel(DB_TXN* txn, bool committed) {
     cache_txn_ = nullptr;
   }
   if (txn == snapshot_txn_) snapshot_txn_ = nullptr;
+  if (IsDeferred(txn)) deferred_busy_ = false;
 }
 
 Result<Store::Committed> Store::CommittedState(FileId id) {
@@ -379,7 +381,20 @@ Result<Store::Committed> Store::CommittedState(FileId id) {
   return state;
 }
 
+DB_TXN* Store::BeginDeferred() {
+  if (!cache_ || cache_txn_ || deferred_busy_) return nullptr;
+  // Whatever reaches for its locker finds none (OpenHolds refuses locker 0).
+  deferred_handle_.id = [](DB_TXN*) -> u_int32_t { return 0; };
+  deferred_busy_ = true;
+  deferral_refused_ = false;
+  return &deferred_handle_;
+}
+
 Status Store::MayChange(DB_TXN* txn) const {
+  if (IsDeferred(txn)) {
+    deferral_refused_ = true;
+    return Status::Conflict("a call served from the read cache needs a transaction to change");
+  }
   if (txn && txn == snapshot_txn_) {
     snapshot_refused_ = true;
     return Status::Conflict("a call that reads a snapshot cannot change anything");
@@ -388,6 +403,10 @@ Status Store::MayChange(DB_TXN* txn) const {
 }
 
 Status Store::MayRead(DB* db, DB_TXN* txn) const {
+  if (IsDeferred(txn)) {
+    deferral_refused_ = true;
+    return Status::Conflict("a call served from the read cache needs a transaction to read");
+  }
   if (db == data_ && txn && txn == snapshot_txn_) {
     snapshot_refused_ = true;
     return Status::Conflict("a call that reads a snapshot cannot read the Data database");

@@ -100,6 +100,13 @@ class Store {
   // page versions: its reads would be of the present, not of the snapshot.
   Status MayRead(DB* db, DB_TXN* txn) const;
   bool InSnapshot(DB_TXN* txn) const { return txn && txn == snapshot_txn_; }
+  // The stand-in handle of a deferred transaction (TxnOptions::deferred), or nullptr when one
+  // is under way already or there is no read cache. Never passed to Berkeley DB: MayRead and
+  // MayChange refuse it (deferral_refused() then says so), its id is 0 (no locker).
+  DB_TXN* BeginDeferred();
+  bool IsDeferred(DB_TXN* txn) const { return txn && txn == &deferred_handle_; }
+  // Whether the last deferred transaction was refused something only a real one can do.
+  bool deferral_refused() const { return deferral_refused_; }
   // Whether `txn` is a call of its own (the cached top-level transaction), not part of an
   // application's transaction.
   bool InCallOfItsOwn(DB_TXN* txn) const { return txn && txn == cache_txn_; }
@@ -200,6 +207,9 @@ class Store {
                    std::optional<std::string_view> value);
   DB_TXN* snapshot_txn_ = nullptr;  // the snapshot transaction under way (only reads)
   mutable bool snapshot_refused_ = false;
+  DB_TXN deferred_handle_{};  // BeginDeferred's stand-in: zeroed but for its id function
+  bool deferred_busy_ = false;
+  mutable bool deferral_refused_ = false;
   std::string user_file_;  // DBDIR/amino.user.*, removed at a clean close
   uint64_t writes_ = 0;
   static constexpr FileId kRunIdEnd = FileId{1} << 63;  // ids are positive as signed inos

@@ -24,6 +24,7 @@ Transaction& Transaction::operator=(Transaction&& o) noexcept {
     parent_ = o.parent_;
     store_ = o.store_;
     writes_at_begin_ = o.writes_at_begin_;
+    deferred_ = o.deferred_;
     holds_ = std::move(o.holds_);
     o.txn_ = nullptr;
   }
@@ -52,6 +53,7 @@ Status Transaction::Commit() {
   DB_TXN* t = txn_;
   txn_ = nullptr;  // commit resolves the handle whether it succeeds or not
   const bool top = !parent_ && store_;
+  if (deferred_) return CommitDeferred(t);
   if (top) {
     if (Status stale = store_->BeforeTopLevelCommit(t, writes_at_begin_); !stale.ok()) {
       (void)UndoHolds();
@@ -76,7 +78,16 @@ Status Transaction::Commit() {
   return st;
 }
 
-uint32_t Transaction::id() const { return txn_ ? txn_->id(txn_) : 0; }
+Status Transaction::CommitDeferred(DB_TXN* t) {
+  // Nothing to make durable: only whether what it took from the cache is still so.
+  Status held = store_->BeforeTopLevelCommit(t, writes_at_begin_);
+  if (!held.ok()) (void)UndoHolds();
+  holds_.clear();
+  store_->EndTopLevel(t, held.ok());
+  return held;
+}
+
+uint32_t Transaction::id() const { return txn_ && !deferred_ ? txn_->id(txn_) : 0; }
 
 bool Transaction::wrote() const { return store_ && store_->WritesMade() != writes_at_begin_; }
 
@@ -93,6 +104,10 @@ Status Transaction::Abort() {
   txn_ = nullptr;
   // Before the abort lets go of the records that the undone releases needed (open_holds.h).
   Status undone = UndoHolds();
+  if (deferred_) {
+    store_->EndTopLevel(t);
+    return undone;
+  }
   TxnReads::End(t);
   Status st = DbStatus(t->abort(t), "abort");
   if (!parent_ && store_) store_->EndTopLevel(t);

@@ -32,6 +32,12 @@ struct TxnOptions {
   // (Berkeley DB's snapshot isolation): it waits for nobody and holds up nobody. It must only
   // read: a write, or taking or giving up a hold on an open file, fails with a conflict.
   bool snapshot = false;
+  // A top-level, cached transaction that begins no Berkeley DB transaction (the begin and
+  // commit of an empty one cost about a microsecond): it may only take records from the read
+  // cache. Anything else (a record not cached, a write, a lock) fails with a conflict, and the
+  // caller runs the call again without it (FileSystem::DeferralRefused says it was that).
+  // Where another cached transaction is under way it is an ordinary one.
+  bool deferred = false;
 };
 
 class Store;
@@ -41,8 +47,12 @@ class Transaction {
   Transaction() = default;
   // `store`, when given, is told of each top-level commit (it checkpoints now and then).
   Transaction(DB_TXN* txn, Transaction* parent, Store* store = nullptr,
-              uint64_t writes_at_begin = 0)
-      : txn_(txn), parent_(parent), store_(store), writes_at_begin_(writes_at_begin) {}
+              uint64_t writes_at_begin = 0, bool deferred = false)
+      : txn_(txn),
+        parent_(parent),
+        store_(store),
+        writes_at_begin_(writes_at_begin),
+        deferred_(deferred) {}
   Transaction(const Transaction&) = delete;
   Transaction& operator=(const Transaction&) = delete;
   Transaction(Transaction&& o) noexcept
@@ -50,6 +60,7 @@ class Transaction {
         parent_(o.parent_),
         store_(o.store_),
         writes_at_begin_(o.writes_at_begin_),
+        deferred_(o.deferred_),
         holds_(std::move(o.holds_)) {
     o.txn_ = nullptr;
   }
@@ -66,6 +77,8 @@ class Transaction {
   // served one at a time, so nothing else writes meanwhile in this process).
   bool wrote() const;
   bool nested() const { return parent_ != nullptr; }
+  // Begun with TxnOptions::deferred: raw() is the store's stand-in, no Berkeley DB transaction.
+  bool deferred() const { return deferred_; }
   DB_TXN* raw() const { return txn_; }
   uint32_t id() const;
   // A hold on an open file taken (+1) or released (-1) in this transaction (OpenHolds): at
@@ -77,12 +90,14 @@ class Transaction {
   Transaction* parent_ = nullptr;
   Store* store_ = nullptr;
   uint64_t writes_at_begin_ = 0;  // store_->WritesMade() when it began
+  bool deferred_ = false;
   struct HoldChange {
     FileId id;
     int delta;
   };
   std::vector<HoldChange> holds_;
   Status UndoHolds();
+  Status CommitDeferred(DB_TXN* t);
 };
 
 // Maps a Berkeley DB return code to a Status (DB_LOCK_DEADLOCK and DB_LOCK_NOTGRANTED become

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "fs_test.h"
+#include "schema/open_holds.h"
 #include "schema/store.h"
 
 namespace amino::schema::testing {
@@ -79,6 +80,25 @@ class ReadCacheTest : public FsTest {
     return fs.Run([&](Transaction& t) { return fs.Truncate(t, Cred::Root(), path, size); }).ok();
   }
   uint64_t hits() { return fs_->store().read_cache()->hits(); }
+  // A transaction as the monitor tries first for a call of its own (TxnOptions::deferred).
+  Transaction Deferred() {
+    TxnOptions o;
+    o.nowait = true;
+    o.cached = true;
+    o.deferred = true;
+    Result<Transaction> t = fs_->Begin(nullptr, o);
+    EXPECT_TRUE(t.ok()) << t.status().message();
+    return std::move(t).value();
+  }
+  // Berkeley DB transactions begun in this environment so far.
+  uint64_t TxnsBegun() {
+    DB_ENV* env = fs_->store().env();
+    DB_TXN_STAT* st = nullptr;
+    EXPECT_EQ(env->txn_stat(env, &st, 0), 0);
+    const uint64_t n = st ? st->st_nbegins : 0;
+    free(st);
+    return n;
+  }
 
  private:
   int to_child_[2] = {-1, -1}, to_parent_[2] = {-1, -1};
@@ -211,6 +231,113 @@ TEST_F(ReadCacheTest, AnOpeningCallWaitsForAnotherProcessRemovingTheFile) {
   ASSERT_NO_FATAL_FAILURE(FinishRemoval());
   Transaction t = Cached();
   EXPECT_EQ(fs_->Open(t, Cred::Root(), "/f", O_RDONLY).status().error(), ENOENT);
+}
+
+TEST_F(ReadCacheTest, ACallWhoseRecordsAreAllCachedNeedsNoBerkeleyDbTransaction) {
+  ASSERT_TRUE(root().Mkdir("/d").ok());
+  ASSERT_TRUE(root().WriteFile("/d/f", "abc").ok());
+  EXPECT_EQ(CachedSize("/d/f"), 3u);
+  {
+    Transaction t = Cached();  // "/d/g" known absent from now on
+    EXPECT_EQ(fs_->GetStat(t, Cred::Root(), "/d/g").status().error(), ENOENT);
+  }
+  const uint64_t begun = TxnsBegun();
+  for (int i = 0; i < 3; ++i) {
+    Transaction t = Deferred();
+    EXPECT_TRUE(t.deferred());
+    Result<Stat> st = fs_->GetStat(t, Cred::Root(), "/d/f");
+    ASSERT_TRUE(st.ok()) << st.status().message();
+    EXPECT_EQ(st->attr.size, 3u);
+    // A name known absent is an answer too.
+    EXPECT_EQ(fs_->GetStat(t, Cred::Root(), "/d/g").status().error(), ENOENT);
+    ASSERT_TRUE(t.CheckCachedReads().ok());
+    ASSERT_TRUE(t.Commit().ok());
+    EXPECT_FALSE(fs_->DeferralRefused());
+  }
+  EXPECT_EQ(TxnsBegun(), begun);
+}
+
+TEST_F(ReadCacheTest, ADeferredCallIsRefusedWhatNeedsTheDatabase) {
+  ASSERT_TRUE(root().WriteFile("/f", "abc").ok());
+  ASSERT_TRUE(root().WriteFile("/g", "abcdef").ok());
+  EXPECT_EQ(CachedSize("/f"), 3u);
+  {
+    // A record not cached.
+    Transaction t = Deferred();
+    EXPECT_TRUE(fs_->GetStat(t, Cred::Root(), "/g").status().is_conflict());
+    EXPECT_TRUE(fs_->DeferralRefused());
+    (void)t.Abort();
+  }
+  {
+    // A file's data.
+    Transaction t = Deferred();
+    char buf[3];
+    Result<Stat> st = fs_->GetStat(t, Cred::Root(), "/f");
+    ASSERT_TRUE(st.ok());
+    EXPECT_TRUE(fs_->Read(t, st->ino, 0, buf, sizeof buf).status().is_conflict());
+    EXPECT_TRUE(fs_->DeferralRefused());
+    (void)t.Abort();
+  }
+  {
+    // A write: nothing of it remains.
+    Transaction t = Deferred();
+    EXPECT_TRUE(fs_->Truncate(t, Cred::Root(), "/f", 50).is_conflict());
+    EXPECT_TRUE(fs_->DeferralRefused());
+    EXPECT_TRUE(t.Commit().ok());
+  }
+  EXPECT_EQ(CachedSize("/f"), 3u);
+  {
+    // An open (a hold and the record's lock): the hold taken on the way is given back.
+    Transaction t = Deferred();
+    EXPECT_TRUE(fs_->Open(t, Cred::Root(), "/f", O_RDONLY).status().is_conflict());
+    EXPECT_TRUE(fs_->DeferralRefused());
+    (void)t.Abort();
+  }
+  EXPECT_EQ(fs_->store().holds().files(), 0u);
+  {
+    // A child transaction: it would need a locker.
+    Transaction t = Deferred();
+    EXPECT_TRUE(fs_->Begin(&t, {}).status().is_conflict());
+    EXPECT_TRUE(fs_->DeferralRefused());
+    (void)t.Abort();
+  }
+  // Run again in a real transaction, each of them works.
+  Transaction t = Cached();
+  EXPECT_FALSE(t.deferred());
+  EXPECT_TRUE(fs_->GetStat(t, Cred::Root(), "/g").ok());
+  EXPECT_TRUE(fs_->Truncate(t, Cred::Root(), "/f", 50).ok());
+  ASSERT_TRUE(t.Commit().ok());
+  EXPECT_EQ(CachedSize("/f"), 50u);
+}
+
+TEST_F(ReadCacheTest, ADeferredCallFailsWhenAnotherProcessCommitsMeanwhile) {
+  ASSERT_TRUE(root().WriteFile("/f", "abc").ok());
+  EXPECT_EQ(CachedSize("/f"), 3u);
+  Transaction t = Deferred();
+  Result<Stat> st = fs_->GetStat(t, Cred::Root(), "/f");
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->attr.size, 3u);
+  InAnotherProcess([](FileSystem& fs) { return Truncate(fs, "/f", 7); });
+  EXPECT_TRUE(t.CheckCachedReads().is_conflict());
+  Status committed = t.Commit();
+  EXPECT_TRUE(committed.is_conflict()) << "a stale answer stood: " << committed.message();
+  EXPECT_FALSE(fs_->DeferralRefused()) << "stale, not refused: the call runs again all the same";
+  EXPECT_EQ(CachedSize("/f"), 7u);
+}
+
+TEST_F(ReadCacheTest, ADeferredCallBesideAnotherCachedOneIsAnOrdinaryTransaction) {
+  ASSERT_TRUE(root().WriteFile("/f", "abc").ok());
+  Transaction first = Cached();
+  Transaction second = Deferred();
+  EXPECT_FALSE(second.deferred());
+  Result<Stat> st = fs_->GetStat(second, Cred::Root(), "/f");
+  ASSERT_TRUE(st.ok()) << st.status().message();
+  ASSERT_TRUE(second.Commit().ok());
+  ASSERT_TRUE(first.Commit().ok());
+  // Once that one ended, the next is deferred again.
+  Transaction third = Deferred();
+  EXPECT_TRUE(third.deferred());
+  ASSERT_TRUE(third.Commit().ok());
 }
 
 }  // namespace

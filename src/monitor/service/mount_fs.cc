@@ -132,6 +132,7 @@ namespace {
 struct Attempt {
   schema::Status status;
   std::vector<schema::FileId> links;
+  bool deferred = false;  // it ran without a Berkeley DB transaction (TxnOptions::deferred)
 };
 
 Attempt AttemptCall(MountFs& m, const std::function<schema::Status(schema::Transaction&)>& body,
@@ -142,6 +143,7 @@ Attempt AttemptCall(MountFs& m, const std::function<schema::Status(schema::Trans
     out.status = txn.status();
     return out;
   }
+  out.deferred = txn->deferred();
   out.status = body(*txn);
   out.links = m.fs->TakeFollowedLinks();
   // A snapshot cannot write: its links are touched afterwards, if nothing stands in the way.
@@ -180,7 +182,26 @@ CallOutcome RunCallAlone(MountFs& m,
   options.durability = m.durability;
   options.nowait = true;
   options.cached = parent == nullptr;  // a call of its own: committed records may come cached
-  Attempt out = AttemptCall(m, body, parent, options);
+  Attempt out;
+  bool answered = false;
+  if (!parent && m.deferral.ShouldTry(m.call_nr)) {
+    // First from the read cache alone, without a Berkeley DB transaction; any conflict (the
+    // database needed, or the cache gone stale) runs the call again below.
+    options.deferred = true;
+    out = AttemptCall(m, body, parent, options);
+    options.deferred = false;
+    if (out.deferred) {
+      // Refused anything, the body's answer is not to be trusted even where it folded that
+      // status into one of its own.
+      const bool refused = m.fs->DeferralRefused();
+      m.deferral.Tried(m.call_nr, refused);
+      answered = !refused && !out.status.is_conflict();
+      if (answered) ++m.deferred_calls;
+    } else {
+      answered = true;  // it ran in an ordinary transaction after all (Begin fell back)
+    }
+  }
+  if (!answered) out = AttemptCall(m, body, parent, options);
   if (out.status.is_conflict() && !parent && m.snapshot_allowed) {
     // It met a lock of another transaction (an application transaction still open, say). A
     // call that only reads answers from the last committed state instead of waiting: it is

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "monitor/mounts/mount_table.h"
+#include "monitor/service/deferral_policy.h"
 #include "schema/filesystem.h"
 
 namespace amino::monitor::service {
@@ -54,6 +55,12 @@ struct MountFs {
   // snapshot attempt wanted to change something.
   bool snapshot_allowed = true;
   bool snapshot_refused = false;
+  // Set by the handler for each call outside application transactions: its system call
+  // number (-1 between calls), by which RunCallAlone decides whether it first tries without a
+  // Berkeley DB transaction; and the calls answered so.
+  long call_nr = -1;
+  DeferralPolicy deferral;
+  uint64_t deferred_calls = 0;
 };
 
 // Every mount of `table` opened (running recovery where a previous user died). `sync`: every

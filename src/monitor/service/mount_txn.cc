@@ -46,11 +46,13 @@ void MountHandler::PrintStats(FILE* out) const {
                  regions.files, static_cast<unsigned long long>(regions.allocated >> 10));
     const auto [hits, misses] = m->fs->ReadCacheStats();
     std::fprintf(out,
-                 "amino: %s: read cache %llu hits, %llu misses (%.0f%%); %llu calls read a "
-                 "snapshot past another transaction's lock\n",
+                 "amino: %s: read cache %llu hits, %llu misses (%.0f%%); %llu calls answered "
+                 "from it alone, with no Berkeley DB transaction; %llu calls read a snapshot "
+                 "past another transaction's lock\n",
                  m->mount->point.c_str(), static_cast<unsigned long long>(hits),
                  static_cast<unsigned long long>(misses),
                  hits + misses ? 100.0 * static_cast<double>(hits) / (hits + misses) : 0.0,
+                 static_cast<unsigned long long>(m->deferred_calls),
                  static_cast<unsigned long long>(m->snapshot_reads));
   }
 }
@@ -113,10 +115,12 @@ Decision MountHandler::ServePlain(Thread& t, SyscallRegs& call) {
   for (auto& m : mounts_) {
     m->snapshot_allowed = !changes;
     m->snapshot_refused = false;
+    m->call_nr = call.nr();
   }
   caller_ = t.tid;
   Decision d = Serve(t, call);
   caller_ = 0;
+  for (auto& m : mounts_) m->call_nr = -1;
   if (d.kind != Decision::Kind::kPark) {
     txns_.OnPlainProgress(t.tid);
     if (changes) changing_.erase(t.tid);

@@ -1,0 +1,41 @@
+// Which served calls first try a deferred transaction (schema::TxnOptions::deferred): one that
+// begins no Berkeley DB transaction and succeeds only when every record the call needs is in
+// the read cache (a stat, an access, a readlink, an fstat of a file seen lately). A try that
+// needs the database is refused at its first miss and the call runs again in a real
+// transaction, which costs the lookups made before the miss.
+//
+// Only calls that look and change nothing try (the stat, access, readlink, extended attribute
+// reading and statfs families): a call that changes something always needs the database, and
+// some bodies fold every status into an errno of their own. Among those, by system call number,
+// from how that number's last tries went: after a refusal the number skips its next 1, 2, 4 ...
+// 64 chances, and one try that succeeds makes it try every time again. An fstatfs that never
+// finds what it needs cached so loses at most a 64th of a refused try's work; a stat that
+// misses the cache now and then keeps trying.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+namespace amino::monitor::service {
+
+class DeferralPolicy {
+ public:
+  static constexpr long kNumbers = 512;  // x86-64 system call numbers are below this
+  static constexpr uint8_t kMaxSkip = 64;
+
+  DeferralPolicy();
+  // Whether the next call numbered `nr` should try; numbers of other calls never do.
+  bool ShouldTry(long nr);
+  // How its try went: `refused` when it needed the database.
+  void Tried(long nr, bool refused);
+
+ private:
+  struct Entry {
+    bool looks = false;   // a call that only looks
+    uint8_t skip = 0;     // chances still to skip
+    uint8_t backoff = 0;  // what the next refusal skips (0: none yet)
+  };
+  std::array<Entry, kNumbers> by_nr_{};
+};
+
+}  // namespace amino::monitor::service
