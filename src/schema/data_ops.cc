@@ -78,7 +78,7 @@ Result<size_t> WriteAt(Store& s, Ops& ops, DB_TXN* t, const Cred& c, Node& n, ui
   uint64_t pos = offset;
   const uint64_t end = offset + len;
   std::string page;
-  std::optional<Cursor> whole;  // for pages replaced whole
+  std::optional<Cursor> whole;  // finds stored pages and changes them in place
   while (pos < end) {
     const uint64_t index = pos / kTransferUnit;
     const uint32_t in_page = static_cast<uint32_t>(pos % kTransferUnit);
@@ -106,18 +106,23 @@ Result<size_t> WriteAt(Store& s, Ops& ops, DB_TXN* t, const Cred& c, Node& n, ui
       pos += chunk;
       continue;
     }
-    std::optional<std::string> old;
+    const std::string_view bytes(src + (pos - offset), chunk);
     if (inside) {
-      AMINO_ASSIGN_OR_RETURN(old, s.Get(s.data(), t, key));
+      // Part of a page that may be stored: changed where it lies, without reading it here
+      // (a shorter one grows, with zeros up to the part, as below).
+      if (!whole) whole.emplace(s.data(), t);
+      AMINO_RETURN_IF_ERROR(whole->status());
+      AMINO_ASSIGN_OR_RETURN(bool existed, whole->SeekToReplace(key));
+      if (existed) {
+        AMINO_RETURN_IF_ERROR(whole->ReplaceInCurrent(in_page, bytes));
+        pos += chunk;
+        continue;
+      }
     }
-    if (old) {
-      page = std::move(*old);
-    } else {
-      page.clear();
-      n.attr.blocks += kTransferUnit / 512;
-    }
-    if (page.size() < in_page + chunk) page.resize(in_page + chunk, '\0');
-    std::memcpy(page.data() + in_page, src + (pos - offset), chunk);
+    // A new page (past the end of file, or a hole): zeros up to the part.
+    page.assign(in_page, '\0');
+    page.append(bytes);
+    n.attr.blocks += kTransferUnit / 512;
     AMINO_RETURN_IF_ERROR(s.Put(s.data(), t, key, page));
     pos += chunk;
   }

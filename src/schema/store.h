@@ -238,6 +238,9 @@ class Cursor {
   Result<bool> SeekToReplace(std::string_view key);
   // Replaces the value of the record the cursor is at (DB_CURRENT: no second search).
   Status ReplaceCurrent(std::string_view value);
+  // Replaces bytes [offset, offset + bytes.size()) of the current record's value, which grows
+  // (with zeros up to `offset`) where it is shorter; the rest stays (DB_DBT_PARTIAL).
+  Status ReplaceInCurrent(uint32_t offset, std::string_view bytes);
   Status Delete();
   // From now on the cursor's moves copy no values (value() is empty): for a walk that only
   // deletes.
