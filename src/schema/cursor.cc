@@ -140,31 +140,27 @@ Result<bool> Cursor::SeekToReplace(std::string_view key) {
 }
 
 Status Cursor::ReplaceCurrent(std::string_view value) {
-  if (!dbc_) return open_status_;
-  auto* store = static_cast<Store*>(dbc_->dbp->app_private);
-  if (store) {
-    AMINO_RETURN_IF_ERROR(store->MayChange(dbc_->txn));
-    ++store->writes_;
-    store->NoteWrite(dbc_->dbp, key());
-  }
   DBT v = Dbt(value);
-  int ret = dbc_->put(dbc_, &k_, &v, DB_CURRENT);
-  return ret == 0 ? Status::Ok() : Fail(ret, "cursor put");
+  return PutCurrent(v);
 }
 
 Status Cursor::ReplaceInCurrent(uint32_t offset, std::string_view bytes) {
-  if (!dbc_) return open_status_;
-  auto* store = static_cast<Store*>(dbc_->dbp->app_private);
-  if (store) {
-    AMINO_RETURN_IF_ERROR(store->MayChange(dbc_->txn));
-    ++store->writes_;
-    store->NoteWrite(dbc_->dbp, key());
-  }
   DBT v = Dbt(bytes);
   v.doff = offset;
   v.dlen = static_cast<u_int32_t>(bytes.size());
   v.flags |= DB_DBT_PARTIAL;
-  int ret = dbc_->put(dbc_, &k_, &v, DB_CURRENT);
+  return PutCurrent(v);
+}
+
+Status Cursor::PutCurrent(DBT& value) {
+  if (!dbc_) return open_status_;
+  auto* store = static_cast<Store*>(dbc_->dbp->app_private);
+  if (store) {
+    AMINO_RETURN_IF_ERROR(store->MayChange(dbc_->txn));
+    ++store->writes_;
+    store->NoteWrite(dbc_->dbp, key());
+  }
+  int ret = dbc_->put(dbc_, &k_, &value, DB_CURRENT);
   return ret == 0 ? Status::Ok() : Fail(ret, "cursor put");
 }
 

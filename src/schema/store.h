@@ -262,6 +262,7 @@ class Cursor {
  private:
   Result<bool> Get(uint32_t op);
   Result<bool> GetBatch(uint32_t op);
+  Status PutCurrent(DBT& value);  // a write of the current record (ReplaceCurrent, ...InCurrent)
   DBC* dbc_ = nullptr;
   DBT k_, v_;                          // DB_DBT_REALLOC buffers, reused across calls
   std::unique_ptr<uint32_t[]> batch_;  // bulk buffer (aligned for the batch's offsets)

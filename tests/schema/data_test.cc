@@ -28,6 +28,12 @@ class DataTest : public FsTest {
     }
     FsTest::TearDown();
   }
+  // Writes `bytes` at `at` on both sides.
+  void WriteBoth(uint64_t at, const std::string& bytes) {
+    ASSERT_TRUE(root().Write(id_, at, bytes).ok());
+    ASSERT_EQ(pwrite(fd_, bytes.data(), bytes.size(), static_cast<off_t>(at)),
+              static_cast<ssize_t>(bytes.size()));
+  }
   std::string HostRead(uint64_t off, size_t len) {
     std::string buf(len, '\0');
     ssize_t n = pread(fd_, buf.data(), len, static_cast<off_t>(off));
@@ -162,20 +168,15 @@ TEST_F(DataTest, ShrinkThenGrowReadsZerosPastTheCut) {
 TEST_F(DataTest, WholePagesOverPagesAndHolesCountTheirBlocksOnce) {
   OpenBoth("/f", O_RDWR | O_CREAT);
   const size_t page = kTransferUnit;
-  auto both = [&](uint64_t at, const std::string& bytes) {
-    ASSERT_TRUE(root().Write(id_, at, bytes).ok());
-    ASSERT_EQ(pwrite(fd_, bytes.data(), bytes.size(), static_cast<off_t>(at)),
-              static_cast<ssize_t>(bytes.size()));
-  };
-  ASSERT_NO_FATAL_FAILURE(both(0, std::string(3 * page, 'a')));     // pages 0-2, new
-  ASSERT_NO_FATAL_FAILURE(both(5 * page, std::string(page, 'b')));  // past the end: 3-4 holes
+  ASSERT_NO_FATAL_FAILURE(WriteBoth(0, std::string(3 * page, 'a')));     // pages 0-2, new
+  ASSERT_NO_FATAL_FAILURE(WriteBoth(5 * page, std::string(page, 'b')));  // past the end: 3-4 holes
   EXPECT_EQ(root().FStat(id_)->attr.blocks, 4 * page / 512);
-  ASSERT_NO_FATAL_FAILURE(both(page, std::string(page, 'c')));  // over a stored page
+  ASSERT_NO_FATAL_FAILURE(WriteBoth(page, std::string(page, 'c')));  // over a stored page
   EXPECT_EQ(root().FStat(id_)->attr.blocks, 4 * page / 512);
-  ASSERT_NO_FATAL_FAILURE(both(3 * page, std::string(page, 'd')));  // into a hole inside
+  ASSERT_NO_FATAL_FAILURE(WriteBoth(3 * page, std::string(page, 'd')));  // into a hole inside
   EXPECT_EQ(root().FStat(id_)->attr.blocks, 5 * page / 512);
   // A write of pages and parts of pages: the parts keep the rest of their pages.
-  ASSERT_NO_FATAL_FAILURE(both(page / 2, std::string(2 * page, 'e')));
+  ASSERT_NO_FATAL_FAILURE(WriteBoth(page / 2, std::string(2 * page, 'e')));
   EXPECT_EQ(root().FStat(id_)->attr.blocks, 5 * page / 512);
   EXPECT_EQ(root().FStat(id_)->attr.size, 6 * page);
   EXPECT_EQ(*root().Read(id_, 0, 6 * page), HostRead(0, 6 * page));
@@ -186,29 +187,25 @@ TEST_F(DataTest, PartsOfPagesKeepTheRestAndCountNewPagesOnce) {
   // stays, a shorter page grows with zeros up to the part, and a part of a hole is a new page.
   OpenBoth("/f", O_RDWR | O_CREAT);
   const size_t page = kTransferUnit;
-  auto both = [&](uint64_t at, const std::string& bytes) {
-    ASSERT_TRUE(root().Write(id_, at, bytes).ok());
-    ASSERT_EQ(pwrite(fd_, bytes.data(), bytes.size(), static_cast<off_t>(at)),
-              static_cast<ssize_t>(bytes.size()));
-  };
   auto same = [&] {
     Result<Stat> st = root().FStat(id_);
     ASSERT_TRUE(st.ok());
     EXPECT_EQ(*root().Read(id_, 0, st->attr.size + 10), HostRead(0, st->attr.size + 10));
   };
-  ASSERT_NO_FATAL_FAILURE(both(0, std::string(100, 'a')));  // page 0: 100 bytes
-  ASSERT_NO_FATAL_FAILURE(both(40, std::string(10, 'b')));  // inside it
+  ASSERT_NO_FATAL_FAILURE(WriteBoth(0, std::string(100, 'a')));  // page 0: 100 bytes
+  ASSERT_NO_FATAL_FAILURE(WriteBoth(40, std::string(10, 'b')));  // inside it
   ASSERT_NO_FATAL_FAILURE(same());
-  ASSERT_NO_FATAL_FAILURE(both(300, std::string(20, 'c')));  // past its end, same page
+  ASSERT_NO_FATAL_FAILURE(WriteBoth(300, std::string(20, 'c')));  // past its end, same page
   ASSERT_NO_FATAL_FAILURE(same());
   EXPECT_EQ(root().FStat(id_)->attr.blocks, page / 512);
-  ASSERT_NO_FATAL_FAILURE(both(3 * page + 7, std::string(5, 'd')));  // pages 1-2 holes
+  ASSERT_NO_FATAL_FAILURE(WriteBoth(3 * page + 7, std::string(5, 'd')));  // pages 1-2 holes
   EXPECT_EQ(root().FStat(id_)->attr.blocks, 2 * page / 512);
-  ASSERT_NO_FATAL_FAILURE(both(page + page - 3, std::string(9, 'e')));  // end of 1, start of 2
+  ASSERT_NO_FATAL_FAILURE(WriteBoth(page + page - 3, std::string(9, 'e')));  // end of 1, start of 2
   EXPECT_EQ(root().FStat(id_)->attr.blocks, 4 * page / 512);
   ASSERT_NO_FATAL_FAILURE(same());
-  ASSERT_NO_FATAL_FAILURE(both(page + 1, std::string(3, 'f')));  // inside a page made of a part
-  ASSERT_NO_FATAL_FAILURE(both(3 * page + 2, std::string(page, 'g')));  // the last page, grown
+  ASSERT_NO_FATAL_FAILURE(
+      WriteBoth(page + 1, std::string(3, 'f')));  // inside a page made of a part
+  ASSERT_NO_FATAL_FAILURE(WriteBoth(3 * page + 2, std::string(page, 'g')));  // the last page, grown
   EXPECT_EQ(root().FStat(id_)->attr.blocks, 5 * page / 512);
   EXPECT_EQ(root().FStat(id_)->attr.size, 4 * page + 2);
   ASSERT_NO_FATAL_FAILURE(same());
