@@ -16,7 +16,8 @@ uncommitted data: a read before the write gets the old content; a read after an 
 write (by path, or through a descriptor opened before the write) waits until the transaction
 ends and then gets the new content after a commit, the old one after an abort. A stat or a
 listing never waits: while the transaction is open it answers at once with the last committed
-size and names. Another `amino run` on the same file system, started while a transaction of
+size and names. A rename or link of the written file into a host directory fails with EXDEV
+(mv's cue to copy), as natively, never with a conflict's EDEADLK. Another `amino run` on the same file system, started while a transaction of
 the first one holds writes, starts, lists and stats at once (within 20 s while the transaction
 stays open indefinitely): it sees the state before the transaction.
 

@@ -124,33 +124,54 @@ int HostPairError(Thread& t, const host::Creds& creds, const std::string& host_c
   return 0;
 }
 
-// The same check in a mount's schema, in transaction `txn`: 0 or an errno.
-int ServedPairErrno(MountFs& m, schema::Transaction& txn, const schema::Cred& cred,
-                    const std::string& rel, const PairCheck& check) {
+// The same check in a mount's schema, in transaction `txn`: *err is 0 or an errno. A lock
+// held by another or a failing database is the status instead, never folded into an errno.
+Status ServedPairCheck(MountFs& m, schema::Transaction& txn, const schema::Cred& cred,
+                       const std::string& rel, const PairCheck& check, int* err) {
+  auto passed_on = [](const Status& st) { return st.is_conflict() || st.is_storage(); };
   const std::string path = WithoutTrailingSlashes(rel);
+  *err = 0;
   if (check.whole) {
     auto st = m.fs->GetStat(txn, cred, path, check.follow);
-    return st.ok() ? 0 : st.status().error();
+    if (!st.ok() && passed_on(st.status())) return st.status();
+    *err = st.ok() ? 0 : st.status().error();
+    return Status::Ok();
   }
-  auto dir = m.fs->GetStat(txn, cred, std::string(schema::ParentPath(path)), true);
-  if (!dir.ok()) return dir.status().error();
-  if (!S_ISDIR(dir->attr.mode)) return ENOTDIR;
+  const std::string parent(schema::ParentPath(path));
+  auto dir = m.fs->GetStat(txn, cred, parent, true);
+  if (!dir.ok()) {
+    if (passed_on(dir.status())) return dir.status();
+    *err = dir.status().error();
+    return Status::Ok();
+  }
+  if (!S_ISDIR(dir->attr.mode)) {
+    *err = ENOTDIR;
+    return Status::Ok();
+  }
   // The walk searches the directory before it looks at the last name.
-  if (!m.fs->Access(txn, cred, std::string(schema::ParentPath(path)), X_OK).ok()) return EACCES;
-  if (check.must_be_free && m.fs->GetStat(txn, cred, path, false).ok()) return EEXIST;
-  return 0;
+  if (Status search = m.fs->Access(txn, cred, parent, X_OK); !search.ok()) {
+    if (passed_on(search)) return search;
+    *err = EACCES;
+    return Status::Ok();
+  }
+  if (check.must_be_free) {
+    auto last = m.fs->GetStat(txn, cred, path, false);
+    if (!last.ok() && passed_on(last.status())) return last.status();
+    if (last.ok()) *err = EEXIST;
+  }
+  return Status::Ok();
 }
 
-// ServedPairErrno in a transaction of its own: 0, an errno, or -1 when a lock is held by
+// ServedPairCheck in a transaction of its own: 0, an errno, or -1 when a lock is held by
 // another.
 int ServedPairError(MountFs& m, const CallerTxn& caller, const schema::Cred& cred,
                     const std::string& rel, const PairCheck& check) {
   int err = 0;
   CallOutcome o = RunCall(m, caller, [&](schema::Transaction& txn) {
-    err = ServedPairErrno(m, txn, cred, rel, check);
-    return Status::Ok();
+    return ServedPairCheck(m, txn, cred, rel, check, &err);
   });
   if (o.kind == CallOutcome::Kind::kConflict) return -1;
+  if (o.kind == CallOutcome::Kind::kStorage) return EIO;
   // A name that leaves the mount is on another file system anyway.
   return err == EXDEV ? 0 : err;
 }

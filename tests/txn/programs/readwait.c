@@ -14,7 +14,11 @@
 //            waits for W (metadata keep versions): the old size, and no n, at once; after W's
 //            commit the new size, and n.
 //
-//   readwait DIR HOLD    runs the five cases; prints "<case>: ok (...)" for each.
+//   pair     W writes DIR/v; R then renames and links DIR/v to a name in a host directory:
+//            both fail with EXDEV, as they would natively (mv then copies), whether or not
+//            they waited for W; never with a conflict's errno.
+//
+//   readwait DIR HOLD    runs the six cases; prints "<case>: ok (...)" for each.
 // Exit status 0 when every check passed.
 #include <dirent.h>
 #include <errno.h>
@@ -173,6 +177,47 @@ static void metadata_case(const char* dir) {
       "the new ones after its commit)\n");
 }
 
+// R of the pair case: on a word, renames and links DIR/v into a host directory and sends the
+// two errnos (0 for a success).
+static int mover(void* arg, struct Link w) {
+  const char* host_dir = arg;
+  set_who("readwait mover");
+  char to[4200];
+  snprintf(to, sizeof to, "%s/moved", host_dir);
+  recv_word(w.recv);
+  const int renamed = rename(path, to) == 0 ? 0 : errno;
+  const int linked = link(path, to) == 0 ? 0 : errno;
+  send_word(w.send, (uint64_t)renamed);
+  send_word(w.send, (uint64_t)linked);
+  return 0;
+}
+
+static void pair_case(void) {
+  set_who("readwait pair");
+  char host_dir[] = "/tmp/readwait-XXXXXX";
+  if (!mkdtemp(host_dir)) fail("mkdtemp %s: %s", host_dir, err_name(errno));
+  must(write_file(path, "old\n"), "write", path);
+  struct Link r;
+  int pid = spawn_linked(mover, host_dir, &r);
+  must(amino_begin(NULL), "amino_begin", "");
+  must(write_file(path, "new\n"), "write", path);
+  send_word(r.send, 1);
+  const int early = answered(r.recv, hold);
+  must(amino_commit(), "amino_commit", "");
+  const int renamed = (int)recv_word(r.recv), linked = (int)recv_word(r.recv);
+  if (reap(pid) != 0) fail("the mover failed");
+  if (renamed != EXDEV || linked != EXDEV) {
+    fail(
+        "rename and link of v into a host directory beside a transaction that wrote it: %s "
+        "and %s, not EXDEV",
+        renamed ? err_name(renamed) : "done", linked ? err_name(linked) : "done");
+  }
+  expect_content(path, "new\n");
+  if (rmdir(host_dir) != 0) fail("rmdir %s: %s", host_dir, err_name(errno));
+  printf("pair: ok (rename and link into a host directory: EXDEV, %s)\n",
+         early ? "at once" : "after the commit");
+}
+
 int main(int argc, char** argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: readwait DIR HOLD\n");
@@ -186,6 +231,7 @@ int main(int argc, char** argv) {
   run_case("commit");
   run_case("abort");
   run_case("opened");
+  pair_case();
   metadata_case(argv[1]);
   return 0;
 }
