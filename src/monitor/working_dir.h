@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -46,11 +47,15 @@ class WorkingDir {
   void EnterHost();
 
   // The virtual cwd's mount-relative path at the mount's directory generation `generation`,
-  // "" once removed. `path_of(id)` names the directory when directories changed since.
+  // "" once removed. `path_of(id)` names the directory when directories changed since
+  // (std::optional: nullopt when its name could not be read now, another transaction holding
+  // it: "" for this time only, and asked again the next).
   template <class PathOf>
-  const std::string& Path(uint64_t generation, PathOf&& path_of) {
+  std::string Path(uint64_t generation, PathOf&& path_of) {
     if (dir_.generation != generation) {
-      dir_.path = path_of(dir_.id);
+      std::optional<std::string> now = path_of(dir_.id);
+      if (!now) return std::string();
+      dir_.path = std::move(*now);
       dir_.generation = generation;
       if (!dir_.path.empty()) dir_.last = dir_.path;
     }

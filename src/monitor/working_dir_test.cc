@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -162,7 +163,7 @@ TEST(WorkingDirTest, AVirtualCwdIsNamedAgainOnlyWhenDirectoriesChanged) {
   EXPECT_EQ(cwd.mount(), 2);
   EXPECT_EQ(cwd.id(), 9u);
   std::vector<uint64_t> asked;
-  std::string now = "/b";
+  std::optional<std::string> now = "/b";
   auto path_of = [&](uint64_t id) {
     asked.push_back(id);
     return now;
@@ -176,6 +177,27 @@ TEST(WorkingDirTest, AVirtualCwdIsNamedAgainOnlyWhenDirectoriesChanged) {
   EXPECT_EQ(cwd.last_path(), "/b");
   EXPECT_EQ(cwd.Path(9, path_of), "");
   EXPECT_EQ(asked, (std::vector<uint64_t>{9, 9}));
+  cwd.EnterHost();
+  EXPECT_FALSE(cwd.is_virtual());
+}
+
+TEST(WorkingDirTest, ANameThatCouldNotBeReadIsAskedForAgain) {
+  // Another transaction held the directory's names: no answer, and none kept as its path.
+  WorkingDir cwd;
+  cwd.Enter(Dir(0, 9, "/a", 1));
+  int asked = 0;
+  std::optional<std::string> now;
+  auto path_of = [&](uint64_t) {
+    ++asked;
+    return now;
+  };
+  EXPECT_EQ(cwd.Path(2, path_of), "");
+  EXPECT_EQ(cwd.last_path(), "/a");
+  now = "/b";
+  EXPECT_EQ(cwd.Path(2, path_of), "/b");  // read again, not taken for removed
+  EXPECT_EQ(cwd.Path(2, path_of), "/b");
+  EXPECT_EQ(asked, 2);
+  EXPECT_EQ(cwd.last_path(), "/b");
   cwd.EnterHost();
   EXPECT_FALSE(cwd.is_virtual());
 }

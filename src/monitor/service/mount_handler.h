@@ -326,8 +326,10 @@ class MountHandler : public CallHandler, public TxnControl {
   Decision Chroot(Thread& t, SyscallRegs& call);
   int MountIndex(const MountFs* m) const;
   MountFs* FsFor(const mounts::Mount* m);
-  // The mount-relative path of file `id` now ("" when it has no name), by its names.
-  std::string PathOfId(MountFs& m, schema::FileId id);
+  // The mount-relative path of file `id` now ("" when it has no name), by its names; nullopt
+  // when they could not be read (a lock of another transaction, a failing database): not an
+  // answer to keep.
+  std::optional<std::string> PathOfId(MountFs& m, schema::FileId id);
 
   // --- mount_paths.cc
   Decision PathCall(Thread& t, SyscallRegs& call);

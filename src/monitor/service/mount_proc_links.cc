@@ -70,8 +70,9 @@ int MountHandler::ThroughProcLink(Thread& t, const std::string& path, std::strin
 
 std::optional<std::string> MountHandler::ServedFdLink(Thread& t, const std::string& path) {
   if (std::shared_ptr<ServedFile> f = ServedFdFile(t, path)) {
-    std::string now = PathOfId(*f->mfs, f->id);
-    if (!now.empty()) return f->mfs->mount->HostPathOf(now);
+    std::optional<std::string> now = PathOfId(*f->mfs, f->id);
+    if (!now) return f->mfs->mount->HostPathOf(f->opened_name.empty() ? "/" : f->opened_name);
+    if (!now->empty()) return f->mfs->mount->HostPathOf(*now);
     return f->mfs->mount->HostPathOf(f->opened_name.empty() ? "/" : f->opened_name) + " (deleted)";
   }
   Thread* owner = CwdLinkOwner(t, path);
@@ -95,12 +96,13 @@ void MountHandler::FollowServedFdLink(Thread& t, const std::string& path, bool f
   }
   // By its name when it has one (every call can take a path); a removed file, or a symbolic
   // link (O_PATH | O_NOFOLLOW: the link is the file, not its target), by itself.
-  std::string now = S_ISLNK(f->type) ? std::string() : PathOfId(*f->mfs, f->id);
+  std::optional<std::string> now =
+      S_ISLNK(f->type) ? std::optional<std::string>() : PathOfId(*f->mfs, f->id);
   *target = Target();
   target->mfs = f->mfs;
-  if (!now.empty()) {
+  if (now && !now->empty()) {
     target->kind = Target::Kind::kServed;
-    target->path = std::move(now);
+    target->path = std::move(*now);
   } else {
     target->kind = Target::Kind::kFile;
     target->file = std::move(f);

@@ -46,7 +46,7 @@ MountFs* MountHandler::FsFor(const mounts::Mount* m) {
   return nullptr;
 }
 
-std::string MountHandler::PathOfId(MountFs& m, schema::FileId id) {
+std::optional<std::string> MountHandler::PathOfId(MountFs& m, schema::FileId id) {
   std::string path;
   CallOutcome o = RunCall(m, [&](schema::Transaction& txn) {
     auto names = m.fs->Names(txn, id);
@@ -54,12 +54,15 @@ std::string MountHandler::PathOfId(MountFs& m, schema::FileId id) {
     if (!names->empty()) path = names->front();
     return schema::Status::Ok();
   });
+  if (o.kind != CallOutcome::Kind::kDone) return std::nullopt;
   return o.status.ok() ? path : std::string();
 }
 
 std::string MountHandler::DirPath(ServedFile& f) {
   if (f.path_generation != f.mfs->dir_generation) {
-    f.dir_path = PathOfId(*f.mfs, f.id);
+    std::optional<std::string> now = PathOfId(*f.mfs, f.id);
+    if (!now) return std::string();  // not readable now: asked again next time
+    f.dir_path = std::move(*now);
     f.path_generation = f.mfs->dir_generation;
     // What /proc shows for it, "(deleted)" once removed, is its last name, as in Linux.
     if (!f.dir_path.empty()) f.opened_name = f.dir_path;
