@@ -46,9 +46,19 @@ void Stats::Print(FILE* out, const char* backend, uint64_t wall_ns) const {
   std::sort(calls.begin(), calls.end(), [](auto& a, auto& b) {
     return a.second != b.second ? a.second > b.second : a.first < b.first;
   });
-  std::fprintf(out, "%-20s %10s\n", "system call", "stops");
+  // For calls that came as notifications, the monitor's time for them too, and per such stop:
+  // the cost of each kind of call, without a profiler.
+  std::fprintf(out, "%-20s %10s%s\n", "system call", "stops",
+               call_ns_.empty() ? "" : "   monitor ms  µs/stop");
   for (auto& [nr, n] : calls) {
-    std::fprintf(out, "%-20s %10llu\n", SyscallName(nr), static_cast<unsigned long long>(n));
+    const auto timed = call_ns_.find(nr);
+    if (timed == call_ns_.end() || timed->second.stops == 0) {
+      std::fprintf(out, "%-20s %10llu\n", SyscallName(nr), static_cast<unsigned long long>(n));
+      continue;
+    }
+    const Timed& t = timed->second;
+    std::fprintf(out, "%-20s %10llu %12.3f %8.2f\n", SyscallName(nr),
+                 static_cast<unsigned long long>(n), t.ns / 1e6, t.ns / 1e3 / t.stops);
   }
 }
 

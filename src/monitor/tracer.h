@@ -115,7 +115,8 @@ class Tracer {
   bool TakeListener(pid_t pid);
   void PollLoop();
   bool DrainWaits();
-  void OnNotification();
+  // Handles the next queued call: its number, or -1 when there was none to handle.
+  long OnNotification();
   void DispatchNotified(Thread& t, SyscallRegs& call);
   // Records in t.let_run the notified call the kernel now runs.
   static void NoteLetRun(Thread& t, const SyscallRegs& call);

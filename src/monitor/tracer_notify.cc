@@ -122,9 +122,11 @@ void Tracer::PollLoop() {
     }
     if ((pf[1].revents & POLLIN) || listener_.deferred()) {
       const uint64_t t0 = MonotonicNs();
-      OnNotification();
+      const long nr = OnNotification();
       HandleExitsMeanwhile();
-      stats_.AddMonitorNanos(MonotonicNs() - t0);
+      const uint64_t ns = MonotonicNs() - t0;
+      stats_.AddMonitorNanos(ns);
+      if (nr >= 0) stats_.AddCallNanos(nr, ns);
     } else if (pf[1].revents & (POLLHUP | POLLERR | POLLNVAL)) {
       listening = false;  // no task is left under the filter
     }
@@ -154,9 +156,9 @@ bool Tracer::DrainWaits() {
   }
 }
 
-void Tracer::OnNotification() {
+long Tracer::OnNotification() {
   ptrace_ext::Notification n;
-  if (!listener_.Next(&n)) return;  // the caller died meanwhile
+  if (!listener_.Next(&n)) return -1;  // the caller died meanwhile
   stats_.Count(StopKind::kNotification);
   stats_.CountCall(n.data.nr);
   // With one thread in the tree, nobody can see the caller's CPUs narrowed for an install.
@@ -164,10 +166,11 @@ void Tracer::OnNotification() {
   Thread* t = table_.Find(n.tid);
   if (!t || !t->proc) {
     listener_.Continue(n.id);  // not a task of the tree as the monitor knows it
-    return;
+    return n.data.nr;
   }
   SyscallRegs call = FromNotification(n);
   DispatchNotified(*t, call);
+  return n.data.nr;
 }
 
 void Tracer::DispatchNotified(Thread& t, SyscallRegs& call) {

@@ -52,9 +52,24 @@ class DiagnosticsTest(ittest.ScenarioTest):
                 else:
                     self.assertEqual(int(kinds["seccomp"]), 0, err)
                     self.assertGreater(int(kinds["syscall-entry"]), 0, err)
-                calls = dict(re.findall(r"^([a-z_0-9]+) +(\d+)$", err, re.M))
+                rows = re.findall(r"^([a-z_0-9]+) +(\d+)(?: +([\d.]+) +([\d.]+))?$", err, re.M)
+                calls = {name: int(n) for name, n, _, _ in rows}
                 for call in ("openat", "read", "write", "close", "execve"):
-                    self.assertGreater(int(calls.get(call, 0)), 0, f"{call} not counted:\n{err}")
+                    self.assertGreater(calls.get(call, 0), 0, f"{call} not counted:\n{err}")
+                # Under notify a trapped call's notification is one stop: the monitor's time for
+                # the call's notifications, in ms and per notification (a call may also have
+                # ptrace stops, untimed), adding up to no more than the whole.
+                timed = {name: (float(ms), float(us)) for name, n, ms, us in rows if ms}
+                if backend == "notify":
+                    for call in ("openat", "read", "close"):
+                        self.assertIn(call, timed, err)
+                        ms, us = timed[call]
+                        self.assertGreater(ms, 0, err)
+                        self.assertGreaterEqual(us * 1.01 + 0.01, ms * 1000 / calls[call], err)
+                    total = float(re.search(r"stops, ([\d.]+) ms in the monitor", err).group(1))
+                    self.assertLessEqual(sum(ms for ms, _ in timed.values()), total + 0.01, err)
+                else:
+                    self.assertEqual(timed, {}, err)
                 # What the monitor holds: its own peak, and a mount's database regions.
                 peak = re.search(r"^amino: monitor peak resident memory (\d+) KiB$", err, re.M)
                 self.assertIsNotNone(peak, err)
