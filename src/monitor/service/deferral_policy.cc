@@ -13,10 +13,11 @@ DeferralPolicy::DeferralPolicy() {
         SYS_listxattr, SYS_llistxattr, SYS_flistxattr, SYS_statfs, SYS_fstatfs}) {
     by_nr_[static_cast<size_t>(nr)].looks = true;
   }
+  by_nr_[kAccessTime].looks = true;
 }
 
 bool DeferralPolicy::ShouldTry(long nr) {
-  if (nr < 0 || nr >= kNumbers) return false;
+  if (nr < 0 || nr > kAccessTime) return false;
   Entry& e = by_nr_[static_cast<size_t>(nr)];
   if (!e.looks) return false;
   if (e.skip == 0) return true;
@@ -25,7 +26,7 @@ bool DeferralPolicy::ShouldTry(long nr) {
 }
 
 void DeferralPolicy::Tried(long nr, bool refused) {
-  if (nr < 0 || nr >= kNumbers) return;
+  if (nr < 0 || nr > kAccessTime) return;
   Entry& e = by_nr_[static_cast<size_t>(nr)];
   if (!refused) {
     e.backoff = 0;

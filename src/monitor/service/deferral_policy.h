@@ -6,9 +6,11 @@
 //
 // Only calls that look and change nothing try (the stat, access, readlink, extended attribute
 // reading and statfs families): a call that changes something always needs the database, and
-// some bodies fold every status into an errno of their own. Among those, by system call number,
-// from how that number's last tries went: after a refusal the number skips its next 1, 2, 4 ...
-// 64 chances, and one try that succeeds makes it try every time again. An fstatfs that never
+// some bodies fold every status into an errno of their own. So does the access-time check after
+// a read (kAccessTime, a number of no system call): it writes only when relatime says the
+// access time is due, which a deferred try finds out from the cache. Among those, by system call
+// number, from how that number's last tries went: after a refusal the number skips its next 1, 2, 4
+// ... 64 chances, and one try that succeeds makes it try every time again. An fstatfs that never
 // finds what it needs cached so loses at most a 64th of a refused try's work; a stat that
 // misses the cache now and then keeps trying.
 #pragma once
@@ -20,7 +22,8 @@ namespace amino::monitor::service {
 
 class DeferralPolicy {
  public:
-  static constexpr long kNumbers = 512;  // x86-64 system call numbers are below this
+  static constexpr long kNumbers = 512;          // x86-64 system call numbers are below this
+  static constexpr long kAccessTime = kNumbers;  // the access time touched after a data read
   static constexpr uint8_t kMaxSkip = 64;
 
   DeferralPolicy();
@@ -35,7 +38,7 @@ class DeferralPolicy {
     uint8_t skip = 0;     // chances still to skip
     uint8_t backoff = 0;  // what the next refusal skips (0: none yet)
   };
-  std::array<Entry, kNumbers> by_nr_{};
+  std::array<Entry, kNumbers + 1> by_nr_{};  // and kAccessTime
 };
 
 }  // namespace amino::monitor::service

@@ -26,6 +26,15 @@ TEST(DeferralPolicyTest, EveryCallTriesWhileTriesSucceed) {
   }
 }
 
+TEST(DeferralPolicyTest, TheAccessTimeCheckTriesAndOtherCallsDoNot) {
+  DeferralPolicy p;
+  EXPECT_TRUE(p.ShouldTry(DeferralPolicy::kAccessTime));
+  EXPECT_EQ(TriesWhenAllRefused(p, DeferralPolicy::kAccessTime, 69), 6);
+  for (long nr : {long{SYS_read}, long{SYS_write}, long{SYS_openat}, long{SYS_unlink}}) {
+    EXPECT_FALSE(p.ShouldTry(nr)) << nr;
+  }
+}
+
 TEST(DeferralPolicyTest, RefusalsBackOffToOneTryIn65) {
   DeferralPolicy p;
   // Tries at calls 0, 2, 5, 10, 19, 36, 69, then every 65th.
@@ -70,7 +79,7 @@ TEST(DeferralPolicyTest, NumbersAreKeptApartAndOutOfRangeNeverTries) {
   TriesWhenAllRefused(p, SYS_statx, 500);
   EXPECT_TRUE(p.ShouldTry(SYS_newfstatat));
   EXPECT_FALSE(p.ShouldTry(-1));
-  EXPECT_FALSE(p.ShouldTry(DeferralPolicy::kNumbers));
+  EXPECT_FALSE(p.ShouldTry(DeferralPolicy::kAccessTime + 1));  // the last number kept
 }
 
 }  // namespace

@@ -3,7 +3,9 @@
 #include <fcntl.h>
 
 #include <cstdio>
+#include <utility>
 
+#include "monitor/service/deferral_policy.h"
 #include "monitor/service/file_locks.h"
 #include "monitor/service/user_txn.h"
 
@@ -32,10 +34,14 @@ ServedFile::~ServedFile() {
 
 void NoteDataAccess(ServedFile& f) {
   if (!f.mfs || (f.flags & O_NOATIME) || f.atime_current_at == f.mfs->change_generation) return;
+  // Mostly relatime finds nothing due: asked first of the read cache alone, as a deferred call
+  // (the read that led here is the call being served; its number is back after).
+  const long call_nr = std::exchange(f.mfs->call_nr, DeferralPolicy::kAccessTime);
   CallOutcome o = RunCallAlone(*f.mfs, [&](schema::Transaction& t) -> schema::Status {
     auto wrote = f.mfs->fs->TouchAtime(t, f.id);
     return wrote.ok() ? schema::Status::Ok() : wrote.status();
   });
+  f.mfs->call_nr = call_nr;
   // Current now (a conflict or a failure leaves it for the next access).
   if (o.kind == CallOutcome::Kind::kDone && o.status.ok()) {
     f.atime_current_at = f.mfs->change_generation;
