@@ -182,12 +182,14 @@ Store::~Store() {
   if (env_) {
     // A file still held open here is released below; if it has no name left it stays an
     // orphan, which only the scan of a recovering opener frees.
-    clean = data_ && Checkpoint().ok() && (!holds_ || holds_->files() == 0) &&
-            DamageSeen() == damage_at_open_;
+    const bool checkpointed = data_ && Checkpoint().ok();
+    clean = checkpointed && (!holds_ || holds_->files() == 0) && DamageSeen() == damage_at_open_;
     if (holds_) holds_->Clear();
     for (DB* db : {path_, data_, orphan_, names_, xattr_, inode_}) {
       if (!db) continue;
-      const int ret = db->close(db, 0);
+      // The checkpoint just wrote and flushed every page this process changed: a close need
+      // not flush each file once more.
+      const int ret = db->close(db, checkpointed ? DB_NOSYNC : 0);
       if (ret == DB_RUNRECOVERY) Abandon(db);
       if (ret != 0) clean = false;
     }
