@@ -90,11 +90,12 @@ Decision ReadData(FdCall& c, const std::vector<iovec>& iov, size_t total, int64_
   // As filemap_read(): the access counts even at the end of file, but not from s_maxbytes on.
   const bool accessed = total > 0 && static_cast<uint64_t>(start) < schema::kMaxFileSize;
   bool atime_current = false;  // found so by the read's own transaction
+  bool atime_due = false;      // found due by it
   return c.run(
       [&](schema::Transaction& txn) {
         size_t got = 0;
         data.clear();
-        atime_current = false;
+        atime_current = atime_due = false;
         while (got < total) {
           const size_t want = std::min(total - got, kChunk);
           data.resize(got + want);
@@ -112,6 +113,7 @@ Decision ReadData(FdCall& c, const std::vector<iovec>& iov, size_t total, int64_
           auto due = c.f.mfs->fs->AtimeDue(txn, c.f.id);
           if (!due.ok()) return due.status();
           atime_current = !*due;
+          atime_due = *due;
         }
         return Status::Ok();
       },
@@ -131,7 +133,7 @@ Decision ReadData(FdCall& c, const std::vector<iovec>& iov, size_t total, int64_
         if (atime_current) {
           c.f.atime_current_at = c.f.mfs->change_generation;
         } else if (accessed) {
-          NoteDataAccess(c.f);
+          NoteDataAccess(c.f, atime_due);
         }
         return static_cast<long>(copied);
       });

@@ -32,11 +32,12 @@ ServedFile::~ServedFile() {
   }
 }
 
-void NoteDataAccess(ServedFile& f) {
+void NoteDataAccess(ServedFile& f, bool due) {
   if (!f.mfs || (f.flags & O_NOATIME) || f.atime_current_at == f.mfs->change_generation) return;
   // Mostly relatime finds nothing due: asked first of the read cache alone, as a deferred call
-  // (the read that led here is the call being served; its number is back after).
-  const long call_nr = std::exchange(f.mfs->call_nr, DeferralPolicy::kAccessTime);
+  // (the access that led here is the call being served; its number is back after). Found due
+  // already, it needs a transaction that can write.
+  const long call_nr = std::exchange(f.mfs->call_nr, due ? -1 : DeferralPolicy::kAccessTime);
   CallOutcome o = RunCallAlone(*f.mfs, [&](schema::Transaction& t) -> schema::Status {
     auto wrote = f.mfs->fs->TouchAtime(t, f.id);
     return wrote.ok() ? schema::Status::Ok() : wrote.status();

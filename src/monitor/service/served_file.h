@@ -70,7 +70,8 @@ struct ServedFile : OpenFile {
 
 // An access to the data of served file `f` (read, getdents, mmap): its atime follows relatime,
 // in a transaction of its own that gives way to any lock held by another (best effort, as the
-// kernel's lazy atime is). O_NOATIME descriptions leave it alone.
-void NoteDataAccess(ServedFile& f);
+// kernel's lazy atime is), first asked of the read cache alone unless the caller already found
+// it `due`. O_NOATIME descriptions leave it alone.
+void NoteDataAccess(ServedFile& f, bool due = false);
 
 }  // namespace amino::monitor::service
