@@ -65,7 +65,8 @@ class DiagnosticsTest(ittest.ScenarioTest):
                         self.assertIn(call, timed, err)
                         ms, us = timed[call]
                         self.assertGreater(ms, 0, err)
-                        self.assertGreaterEqual(us * 1.01 + 0.01, ms * 1000 / calls[call], err)
+                        # ms is rounded to the µs: its share per stop may be off by 0.5 µs.
+                        self.assertGreaterEqual(us + 0.01, (ms - 0.0005) * 1000 / calls[call], err)
                     total = float(re.search(r"stops, ([\d.]+) ms in the monitor", err).group(1))
                     self.assertLessEqual(sum(ms for ms, _ in timed.values()), total + 0.01, err)
                 else:
