@@ -6,13 +6,13 @@
 //
 // Only calls that look and change nothing try (the stat, access, readlink, extended attribute
 // reading and statfs families): a call that changes something always needs the database, and
-// some bodies fold every status into an errno of their own. So does the access-time check after
-// a read (kAccessTime, a number of no system call): it writes only when relatime says the
-// access time is due, which a deferred try finds out from the cache. Among those, by system call
-// number, from how that number's last tries went: after a refusal the number skips its next 1, 2, 4
-// ... 64 chances, and one try that succeeds makes it try every time again. An fstatfs that never
-// finds what it needs cached so loses at most a 64th of a refused try's work; a stat that
-// misses the cache now and then keeps trying.
+// some bodies fold every status into an errno of their own. The access-time check after a
+// listing, a mapping or a copy tries too (kAccessTime, a number of no system call): it writes
+// only when relatime says the access time is due, which a deferred try finds out from the
+// cache. Among those, by number, from how that number's last tries went: after a refusal the
+// number skips its next 1, 2, 4 ... 64 chances, and one try that succeeds makes it try every
+// time again. An fstatfs that never finds what it needs cached so loses at most a 64th of a
+// refused try's work; a stat that misses the cache now and then keeps trying.
 #pragma once
 
 #include <array>
@@ -23,7 +23,7 @@ namespace amino::monitor::service {
 class DeferralPolicy {
  public:
   static constexpr long kNumbers = 512;          // x86-64 system call numbers are below this
-  static constexpr long kAccessTime = kNumbers;  // the access time touched after a data read
+  static constexpr long kAccessTime = kNumbers;  // the access-time check after an access
   static constexpr uint8_t kMaxSkip = 64;
 
   DeferralPolicy();
