@@ -1,4 +1,5 @@
 // The store's cursor (store.h): Berkeley DB's cursor with buffers it reuses across calls.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -65,29 +66,38 @@ Result<bool> Cursor::SeekBoth(std::string_view key, std::string_view value) {
   return Get(DB_GET_BOTH);
 }
 
-// A batch buffer holds at least one page of any of the databases (Berkeley DB's rule for bulk
-// buffers) and grows, in steps of 1 KiB, when one record does not fit.
+// A batch buffer holds at least one page of the cursor's database (Berkeley DB's rule for bulk
+// buffers, which must also be a multiple of 1 KiB). A seek's batch is one page: a small
+// directory's entries fit, and a bulk read copies as many records as the buffer holds, locking
+// each page it reads, so a larger first batch would copy (and lock) the entries of the next
+// directories too. Each further batch doubles, up to kBatchBytes.
 constexpr u_int32_t kBatchBytes = 64 << 10;
 
 Result<bool> Cursor::GetBatch(uint32_t op) {
   if (!dbc_) return open_status_;
   batch_at_ = nullptr;
-  if (!batch_) {
-    batch_.reset(new uint32_t[kBatchBytes / sizeof(uint32_t)]);
-    batch_dbt_.data = batch_.get();
-    batch_dbt_.ulen = kBatchBytes;
-    batch_dbt_.flags = DB_DBT_USERMEM;
+  u_int32_t want = batch_dbt_.ulen * 2;
+  if (op == DB_SET_RANGE || batch_dbt_.ulen == 0) {
+    u_int32_t page = 0;
+    if (dbc_->dbp->get_pagesize(dbc_->dbp, &page) != 0 || page == 0) page = kBatchBytes;
+    want = (page + 1023) & ~1023u;
   }
+  want = std::max(std::min(want, kBatchBytes), batch_least_);
   for (;;) {
+    if (want > batch_cap_) {
+      batch_.reset(new uint32_t[want / sizeof(uint32_t)]);
+      batch_cap_ = want;
+      batch_dbt_.data = batch_.get();
+      batch_dbt_.flags = DB_DBT_USERMEM;
+    }
+    batch_dbt_.ulen = want;
     int ret = dbc_->get(dbc_, &k_, &batch_dbt_, op | DB_MULTIPLE_KEY);
     if (ret == DB_NOTFOUND || ret == DB_KEYEMPTY) return false;
     if (ret == DB_BUFFER_SMALL) {
-      // The cursor has not moved: asked again with room for the record.
-      u_int32_t need = (batch_dbt_.size + 1023) & ~1023u;
-      if (need <= batch_dbt_.ulen) need = batch_dbt_.ulen * 2;
-      batch_.reset(new uint32_t[need / sizeof(uint32_t)]);
-      batch_dbt_.data = batch_.get();
-      batch_dbt_.ulen = need;
+      // The cursor has not moved: asked again with room for the record, and every later
+      // batch keeps that room.
+      batch_least_ = std::max((batch_dbt_.size + 1023) & ~1023u, want * 2);
+      want = batch_least_;
       continue;
     }
     if (ret != 0) return Fail(ret, "cursor bulk get");

@@ -201,7 +201,8 @@ class FileSystem {
   Result<uint64_t> SeekData(Transaction& t, FileId id, uint64_t offset);
   Result<uint64_t> SeekHole(Transaction& t, FileId id, uint64_t offset);
   // Entries of an open directory after the name `after` ("" = from the start), at most `max`;
-  // "." and ".." are not included (the caller adds them). An empty result is the end.
+  // "." and ".." are not included (the caller adds them). Fewer than `max` (none included) is
+  // the end.
   Result<std::vector<DirEntry>> ReadDir(Transaction& t, FileId dir, std::string_view after,
                                         size_t max);
   // Every name of a file (its hard links), as paths from the root; empty for an orphan.

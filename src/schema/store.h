@@ -246,9 +246,9 @@ class Cursor {
   // deletes.
   void KeysOnly();
   // Bulk reads (DB_MULTIPLE_KEY): one search fills a buffer with the records from the first
-  // key >= `key` on, as many as fit (a page's worth or more), at a small part of the cost of a
-  // move per record; the locks taken are the same page locks. Each record then comes from
-  // NextInBatch. false at the end of the database.
+  // key >= `key` on, as many as fit (one page's worth; each NextBatch twice the last, up to 64
+  // KiB), at a small part of the cost of a move per record; the locks taken are the same page
+  // locks. Each record then comes from NextInBatch. false at the end of the database.
   Result<bool> SeekRangeBatch(std::string_view key);
   // The records after the last one of the batch; false at the end.
   Result<bool> NextBatch();
@@ -266,8 +266,10 @@ class Cursor {
   DBC* dbc_ = nullptr;
   DBT k_, v_;                          // DB_DBT_REALLOC buffers, reused across calls
   std::unique_ptr<uint32_t[]> batch_;  // bulk buffer (aligned for the batch's offsets)
-  DBT batch_dbt_{};
-  void* batch_at_ = nullptr;  // DB_MULTIPLE_KEY_NEXT's position; nullptr: used up
+  DBT batch_dbt_{};                    // its ulen: the size the last batch asked for
+  u_int32_t batch_cap_ = 0;            // the buffer's size
+  u_int32_t batch_least_ = 0;          // room for the largest record met
+  void* batch_at_ = nullptr;           // DB_MULTIPLE_KEY_NEXT's position; nullptr: used up
   Status open_status_;
 };
 

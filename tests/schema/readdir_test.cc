@@ -70,6 +70,28 @@ TEST_F(ReadDirTest, ALargeDirectoryListsWholeAcrossBatches) {
   }
 }
 
+// A directory whose path is near PATH_MAX: each entry's record is larger than a page of the
+// Path database, more than a first bulk batch holds, and the batches grow to take it.
+TEST_F(ReadDirTest, EntriesLargerThanAPageAreListed) {
+  std::string dir;
+  for (int level = 0; level < 15; ++level) {
+    dir += "/" + std::string(250, static_cast<char>('a' + level));
+    ASSERT_TRUE(root().Mkdir(dir).ok()) << dir.size();
+  }
+  std::set<std::string> made;
+  for (int i = 0; i < 12; ++i) {
+    std::string name = std::to_string(i) + std::string(250, 'x');
+    ASSERT_TRUE(root().WriteFile(dir + "/" + name, "").ok());
+    made.insert(name);
+  }
+  ASSERT_GT(dir.size() + 250, 4000u);  // with the record's value, more than 4 KiB
+  for (size_t batch : {1, 5, 100}) {
+    std::vector<std::string> listed = root().ListNames(dir, batch).value();
+    EXPECT_EQ(std::set<std::string>(listed.begin(), listed.end()), made) << "batch " << batch;
+    EXPECT_EQ(listed.size(), made.size()) << "batch " << batch;
+  }
+}
+
 TEST_F(ReadDirTest, EmptyDirectoryAndBatchSizes) {
   ASSERT_TRUE(root().Mkdir("/e").ok());
   EXPECT_EQ(root().ListNames("/e").value(), std::vector<std::string>{});
@@ -86,6 +108,10 @@ TEST_F(ReadDirTest, EmptyDirectoryAndBatchSizes) {
   part = root().ReadDir(d, all.back(), 5);
   ASSERT_TRUE(part.ok());
   EXPECT_TRUE(part->empty());
+  // Fewer than asked is the end, which callers take without asking again.
+  part = root().ReadDir(d, all[all.size() - 3], 5);
+  ASSERT_TRUE(part.ok());
+  EXPECT_EQ(part->size(), 2u);
   EXPECT_TRUE(root().Close(d).ok());
 }
 
