@@ -155,6 +155,10 @@ Decision Getdents(FdCall& c, uint64_t addr, unsigned count, bool wide) {
               if (!add(e.name, e.ino, e.type, true)) goto out;
               after = e.name;
             }
+            if (batch->size() < want) {
+              at_end = true;  // a short batch ends the directory: no second search for it
+              break;
+            }
           }
         }
       out:
