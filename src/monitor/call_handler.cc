@@ -1,5 +1,7 @@
 #include "monitor/call_handler.h"
 
+#include <fcntl.h>
+
 #include <cerrno>
 
 #include "monitor/remote_syscall.h"
@@ -26,6 +28,14 @@ bool CallHandler::EnsureRegion(Thread& t, SyscallRegs& call, Decision* restart) 
   rs.Finish();
   *restart = Decision::Restart();
   return false;
+}
+
+std::vector<CallHandler::TrapCondition> FcntlTrappedCommands() {
+  static_assert(F_DUPFD == 0 && F_GETFD == 1 && F_SETFD == 2 && F_GETFL == 3);
+  using Op = CallHandler::TrapCondition::Op;
+  // A command with bits above the int's 32 is trapped too: the kernel reads only those 32, and
+  // the handler casts as the kernel does.
+  return {{1, Op::kEquals, F_DUPFD}, {1, Op::kEquals, F_GETFL}, {1, Op::kAbove, F_GETFL}};
 }
 
 }  // namespace amino::monitor

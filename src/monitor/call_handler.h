@@ -71,17 +71,18 @@ class CallHandler {
     (void)nr;
     return false;
   }
-  // For a call the handler traps: the one argument whose value is the only reason it does
-  // (a pointer given, one command of several); the call is trapped, by a stop or a
-  // notification as NeedsStop says, only when the argument is so. nullopt: always trapped.
+  // For a call the handler traps: the argument values that are the only reason it does (a
+  // pointer given, some commands of several); the call is trapped, by a stop or a notification
+  // as NeedsStop says, only when one of the conditions holds. Empty: always trapped.
   struct TrapCondition {
+    enum class Op : uint8_t { kNonzero, kEquals, kAbove };
     int arg;
-    bool nonzero;    // trapped when the argument is not 0
-    uint64_t value;  // else when it equals this
+    Op op;
+    uint64_t value = 0;  // for kEquals and kAbove (the whole 64-bit register, unsigned)
   };
-  virtual std::optional<TrapCondition> TrapOnlyWhen(long nr) const {
+  virtual std::vector<TrapCondition> TrapOnlyWhen(long nr) const {
     (void)nr;
-    return std::nullopt;
+    return {};
   }
   // A call of another ABI (foreign_abi.h), which no handler serves: 0 lets the kernel run it as
   // made; otherwise it fails with this value (-errno). kRefusedForeign refuses one that names a
@@ -145,6 +146,11 @@ class CallHandler {
   ptrace_ext::NotifyListener* listener_ = nullptr;
   std::function<void(pid_t, int)> exit_sink_ = [](pid_t, int) {};
 };
+
+// The fcntl commands a handler with shadow descriptors must see: all but F_GETFD and F_SETFD,
+// whose close-on-exec flag lives on the descriptor the tracee holds and is looked at again at
+// exec (as TrapOnlyWhen's conditions: commands 0 and 3, and every value above 3).
+std::vector<CallHandler::TrapCondition> FcntlTrappedCommands();
 
 // Lets every call through: the monitor is invisible (the AMINOTRACE configuration).
 class PassThroughHandler : public CallHandler {

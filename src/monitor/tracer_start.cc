@@ -32,14 +32,19 @@ std::vector<ptrace_ext::TrapRule> Tracer::FilterRules() {
   for (long nr : trapped_) {
     ptrace_ext::TrapRule r{nr, notify && !handler_.NeedsStop(nr)};
     if (r.notify) notified_.insert(nr);
-    if (const auto when = handler_.TrapOnlyWhen(nr)) {
-      r.arg = when->arg;
-      if (when->nonzero) {
-        r.cmp = ptrace_ext::TrapRule::Cmp::kGreater, r.value = 0;
-      } else {
-        r.mask = ~uint64_t{0}, r.value = when->value;
+    if (const auto when = handler_.TrapOnlyWhen(nr); !when.empty()) {
+      using Op = CallHandler::TrapCondition::Op;
+      for (const CallHandler::TrapCondition& c : when) {
+        ptrace_ext::TrapRule one = r;
+        one.arg = c.arg;
+        if (c.op == Op::kEquals) {
+          one.mask = ~uint64_t{0}, one.value = c.value;
+        } else {
+          one.cmp = ptrace_ext::TrapRule::Cmp::kGreater;
+          one.value = c.op == Op::kNonzero ? 0 : c.value;
+        }
+        rules.push_back(one);
       }
-      rules.push_back(r);
       continue;
     }
     // Anonymous mappings are the loader's and malloc's bread and butter: only file mappings.

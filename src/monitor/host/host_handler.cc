@@ -57,6 +57,11 @@ bool HostHandler::NeedsStop(long nr) const {
   }
 }
 
+std::vector<CallHandler::TrapCondition> HostHandler::TrapOnlyWhen(long nr) const {
+  if (nr == SYS_fcntl) return FcntlTrappedCommands();
+  return {};
+}
+
 long HostHandler::OnForeignCall(Thread& t, const ForeignCall& c) {
   if (ChangesCredentials(c.native_nr)) {
     creds_.Invalidate(t.tid);

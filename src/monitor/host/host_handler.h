@@ -27,6 +27,7 @@ class HostHandler : public CallHandler {
   void OnTaskExit(Thread& t) override;
   std::vector<long> ExtraTrapped() const override;
   bool NeedsStop(long nr) const override;
+  std::vector<TrapCondition> TrapOnlyWhen(long nr) const override;
   bool Emulates() const override { return true; }
   long OnForeignCall(Thread& t, const ForeignCall& call) override;
 

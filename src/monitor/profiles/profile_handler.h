@@ -45,7 +45,7 @@ class ProfileHandler : public CallHandler {
   void Finish() override;
   void PrintStats(FILE* out) const override;
   bool NeedsStop(long nr) const override { return inner_->NeedsStop(nr); }
-  std::optional<TrapCondition> TrapOnlyWhen(long nr) const override {
+  std::vector<TrapCondition> TrapOnlyWhen(long nr) const override {
     return inner_->TrapOnlyWhen(nr);
   }
   long OnForeignCall(Thread& t, const ForeignCall& call) override {

@@ -95,15 +95,18 @@ std::vector<long> MountHandler::ExtraTrapped() const {
   return nrs;
 }
 
-std::optional<CallHandler::TrapCondition> MountHandler::TrapOnlyWhen(long nr) const {
+std::vector<CallHandler::TrapCondition> MountHandler::TrapOnlyWhen(long nr) const {
+  using Op = TrapCondition::Op;
   switch (nr) {
     case SYS_sendto:  // names a socket only with an address; send() is sendto without one
-      if (external_) return std::nullopt;  // an output call: every one is seen
-      return TrapCondition{4, true, 0};
+      if (external_) return {};  // an output call: every one is seen
+      return {{4, Op::kNonzero}};
     case SYS_madvise:  // MADV_REMOVE punches a hole in a file (MadviseCall)
-      return TrapCondition{2, false, MADV_REMOVE};
+      return {{2, Op::kEquals, MADV_REMOVE}};
+    case SYS_fcntl:
+      return FcntlTrappedCommands();
     default:
-      return std::nullopt;
+      return {};
   }
 }
 

@@ -124,7 +124,7 @@ class MountHandler : public CallHandler, public TxnControl {
   std::vector<long> ExtraTrapped() const override;
   std::vector<std::string> CoveredPoints() const override;
   bool NeedsStop(long nr) const override;
-  std::optional<TrapCondition> TrapOnlyWhen(long nr) const override;
+  std::vector<TrapCondition> TrapOnlyWhen(long nr) const override;
   bool Emulates() const override { return true; }
   uint64_t Releases() const override;
   long OnForeignCall(Thread& t, const ForeignCall& call) override;  // mount_foreign.cc
