@@ -44,11 +44,9 @@ long PassDescriptor(RemoteSyscalls& rs, Thread& t, int fd) {
     rs.Call(SYS_close, static_cast<uint64_t>(sv[1]));
   };
   {
-    host::ScopedFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, t.proc->tgid, 0)));
-    host::ScopedFd end(
-        pidfd.get() < 0 ? -1 : static_cast<int>(syscall(SYS_pidfd_getfd, pidfd.get(), sv[0], 0)));
+    host::ScopedFd end(CopyProcessFd(*t.proc, sv[0]));
     if (end.get() < 0) {
-      const int err = errno;
+      const int err = -end.get();
       close_pair();
       return -err;
     }

@@ -1,8 +1,10 @@
 #include "monitor/process_table.h"
 
 #include <sched.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <vector>
 
 #include "monitor/shared_region.h"
@@ -11,6 +13,23 @@ namespace amino::monitor {
 
 Process::~Process() {
   if (mem_fd >= 0) close(mem_fd);
+  if (pidfd >= 0) close(pidfd);
+}
+
+int ProcessPidFd(Process& p) {
+  if (p.pidfd < 0) {
+    const int fd = static_cast<int>(syscall(SYS_pidfd_open, p.tgid, 0));
+    if (fd < 0) return -errno;
+    p.pidfd = fd;
+  }
+  return p.pidfd;
+}
+
+int CopyProcessFd(Process& p, int fd) {
+  const int pidfd = ProcessPidFd(p);
+  if (pidfd < 0) return pidfd;
+  const int copy = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, fd, 0));
+  return copy < 0 ? -errno : copy;
 }
 
 Thread* ProcessTable::Find(pid_t tid) {
@@ -95,6 +114,10 @@ Thread& ProcessTable::OnExec(pid_t tid, pid_t former_tid) {
   if (p.mem_fd >= 0) {
     close(p.mem_fd);  // the old address space is gone
     p.mem_fd = -1;
+  }
+  if (p.pidfd >= 0) {
+    close(p.pidfd);  // opened again for the tgid the process has now
+    p.pidfd = -1;
   }
   Thread& ref = *moved;
   threads_[tid] = std::move(moved);

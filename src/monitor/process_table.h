@@ -43,9 +43,17 @@ struct Process {
   std::shared_ptr<FdTable> fds;
   std::shared_ptr<FsContext> fs;
   int mem_fd = -1;                       // /proc/TGID/mem, opened on first use; reopened after exec
+  int pidfd = -1;                        // pidfd_open(tgid), likewise (ProcessPidFd)
   std::shared_ptr<SharedRegion> region;  // per address space; gone after exec
   ~Process();
 };
+
+// The process's pidfd, opened on first use and kept while the monitor follows the process (a
+// descriptor copy per dup costs no pidfd_open then), or -errno.
+int ProcessPidFd(Process& p);
+// A copy of the process's descriptor `fd` in the monitor (pidfd_getfd: the same open file
+// description), or -errno (EBADF: `fd` is not open).
+int CopyProcessFd(Process& p, int fd);
 
 // One address space: a Thread holds it, with every task that shares its memory (its threads,
 // a CLONE_VM child), so the holders' count says whether another task could change the memory

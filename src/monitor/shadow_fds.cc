@@ -111,17 +111,13 @@ Decision DupAtNotification(Thread& t, const SyscallRegs& call, ptrace_ext::Notif
     // EBADF (a number above any RLIMIT_NOFILE): nothing changes.
     return Decision::Pass();
   }
-  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, t.proc->tgid, 0));
-  if (pidfd < 0) return Decision::Emulate(-errno);
-  const int copy = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, old_fd, 0));
-  const int taken = errno;
-  if (copy >= 0 && min > 0) {
+  const int copy = CopyProcessFd(*t.proc, old_fd);
+  if (copy < 0) return Decision::Emulate(copy);  // EBADF: old_fd is not open
+  if (min > 0) {
     // Only the caller uses its table (the handler's condition), and it waits for this
     // answer: the number stays free until the copy is put there.
-    new_fd = LowestFreeFrom(pidfd, min);
+    new_fd = LowestFreeFrom(ProcessPidFd(*t.proc), min);
   }
-  close(pidfd);
-  if (copy < 0) return Decision::Emulate(-taken);  // EBADF: old_fd is not open
   if (new_fd < -1) {
     close(copy);
     return Decision::Emulate(new_fd);

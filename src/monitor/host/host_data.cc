@@ -146,14 +146,7 @@ long AccessError(int fd, bool reading) {
 bool IsStream(const struct stat& st) { return !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode); }
 
 // A tracee descriptor the monitor can use directly (same open file description).
-int Borrow(Thread& t, int fd) {
-  int pidfd = static_cast<int>(syscall(SYS_pidfd_open, t.proc->tgid, 0));
-  if (pidfd < 0) return -errno;
-  int mine = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, fd, 0));
-  int err = errno;
-  close(pidfd);
-  return mine < 0 ? (err == EBADF ? -EBADF : -err) : mine;
-}
+int Borrow(Thread& t, int fd) { return CopyProcessFd(*t.proc, fd); }
 
 // read, write and their vectored and positioned forms on the monitor's descriptor `fd`.
 Decision Transfer(Thread& t, SyscallRegs& call, int fd, const Creds& c) {

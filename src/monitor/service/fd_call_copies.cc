@@ -62,11 +62,9 @@ struct Side {
 long GetSide(FdCall& c, int fd, Side* side) {
   if ((side->served = c.served(fd))) return 0;
   // The tracee's own description (shared offset and flags), as --emulate=host borrows it.
-  int pidfd = static_cast<int>(syscall(SYS_pidfd_open, c.t.proc->tgid, 0));
-  if (pidfd < 0) return -EBADF;
-  side->holder.reset(static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, fd, 0)));
-  close(pidfd);
-  if (side->holder.get() < 0) return -EBADF;
+  const int copy = CopyProcessFd(*c.t.proc, fd);
+  if (copy < 0) return -EBADF;
+  side->holder.reset(copy);
   side->fd = side->holder.get();
   side->flags = fcntl(side->fd, F_GETFL);
   if (fstat(side->fd, &side->st) != 0) return -EBADF;

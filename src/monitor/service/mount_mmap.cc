@@ -127,9 +127,7 @@ namespace {
 // The monitor's own read-write description of the placeholder the tracee holds at `fd` for
 // `f` (a memfd), or -1 when that descriptor is not it.
 int OpenPlaceholder(const Thread& t, int fd, const ServedFile& f) {
-  host::ScopedFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, t.proc->tgid, 0)));
-  if (pidfd.get() < 0) return -1;
-  host::ScopedFd theirs(static_cast<int>(syscall(SYS_pidfd_getfd, pidfd.get(), fd, 0)));
+  host::ScopedFd theirs(CopyProcessFd(*t.proc, fd));
   struct stat st;
   if (theirs.get() < 0 || fstat(theirs.get(), &st) != 0 || st.st_ino != f.placeholder_ino ||
       !f.placeholder_ino) {

@@ -61,12 +61,8 @@ std::optional<std::string> SocketPathOf(Process& p, uint64_t addr, uint64_t len_
 // The caller's descriptor `fd` as the monitor's own (same open file description): -errno when
 // it has none, or it is not an AF_UNIX socket (-ENOTSOCK).
 int UnixSocketOf(Thread& t, int fd) {
-  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, t.proc->tgid, 0));
-  if (pidfd < 0) return -errno;
-  const int copy = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, fd, 0));
-  const int err = errno;
-  close(pidfd);
-  if (copy < 0) return -err;
+  const int copy = CopyProcessFd(*t.proc, fd);
+  if (copy < 0) return copy;
   int domain = 0;
   socklen_t size = sizeof domain;
   if (getsockopt(copy, SOL_SOCKET, SO_DOMAIN, &domain, &size) != 0 || domain != AF_UNIX) {
