@@ -42,23 +42,28 @@ void Stats::Print(FILE* out, const char* backend, uint64_t wall_ns) const {
   for (int i = 0; i < static_cast<int>(StopKind::kCount); ++i) {
     std::fprintf(out, "%-16s %10llu\n", kNames[i], static_cast<unsigned long long>(kinds_[i]));
   }
-  std::vector<std::pair<long, uint64_t>> calls(calls_.begin(), calls_.end());
+  std::vector<std::pair<long, PerCall>> calls;
+  for (long nr = 0; nr < kFlatCalls; ++nr) {
+    if (flat_[nr].count || flat_[nr].timed) calls.emplace_back(nr, flat_[nr]);
+  }
+  calls.insert(calls.end(), other_.begin(), other_.end());
   std::sort(calls.begin(), calls.end(), [](auto& a, auto& b) {
-    return a.second != b.second ? a.second > b.second : a.first < b.first;
+    return a.second.count != b.second.count ? a.second.count > b.second.count : a.first < b.first;
   });
+  const bool any_timed =
+      std::any_of(calls.begin(), calls.end(), [](auto& c) { return c.second.timed > 0; });
   // For calls that came as notifications, the monitor's time for them too, and per such stop:
   // the cost of each kind of call, without a profiler.
   std::fprintf(out, "%-20s %10s%s\n", "system call", "stops",
-               call_ns_.empty() ? "" : "   monitor ms  µs/stop");
-  for (auto& [nr, n] : calls) {
-    const auto timed = call_ns_.find(nr);
-    if (timed == call_ns_.end() || timed->second.stops == 0) {
-      std::fprintf(out, "%-20s %10llu\n", SyscallName(nr), static_cast<unsigned long long>(n));
+               any_timed ? "   monitor ms  µs/stop" : "");
+  for (auto& [nr, c] : calls) {
+    if (c.timed == 0) {
+      std::fprintf(out, "%-20s %10llu\n", SyscallName(nr),
+                   static_cast<unsigned long long>(c.count));
       continue;
     }
-    const Timed& t = timed->second;
     std::fprintf(out, "%-20s %10llu %12.3f %8.2f\n", SyscallName(nr),
-                 static_cast<unsigned long long>(n), t.ns / 1e6, t.ns / 1e3 / t.stops);
+                 static_cast<unsigned long long>(c.count), c.ns / 1e6, c.ns / 1e3 / c.timed);
   }
 }
 

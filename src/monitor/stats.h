@@ -23,23 +23,29 @@ enum class StopKind {
 class Stats {
  public:
   void Count(StopKind k) { kinds_[static_cast<int>(k)]++; }
-  void CountCall(long nr) { calls_[nr]++; }
+  void CountCall(long nr) { Of(nr).count++; }
   void AddMonitorNanos(uint64_t ns) { monitor_ns_ += ns; }
   void AddCallNanos(long nr, uint64_t ns) {
-    Timed& t = call_ns_[nr];
-    t.ns += ns;
-    ++t.stops;
+    PerCall& c = Of(nr);
+    c.ns += ns;
+    ++c.timed;
   }
   void Print(FILE* out, const char* backend, uint64_t wall_ns) const;
 
  private:
-  uint64_t kinds_[static_cast<int>(StopKind::kCount)] = {};
-  std::map<long, uint64_t> calls_;
-  struct Timed {
-    uint64_t ns = 0;     // monitor time of the notifications of a call
-    uint64_t stops = 0;  // how many (a call may also stop for ptrace, untimed)
+  struct PerCall {
+    uint64_t count = 0;  // stops of the call
+    uint64_t ns = 0;     // monitor time of its notifications
+    uint64_t timed = 0;  // how many (a call may also stop for ptrace, untimed)
   };
-  std::map<long, Timed> call_ns_;
+  // Counted at every stop: the x86-64 numbers in an array, any other (Amino's own calls, a
+  // number no kernel knows) in a map.
+  static constexpr long kFlatCalls = 512;
+  PerCall& Of(long nr) { return nr >= 0 && nr < kFlatCalls ? flat_[nr] : other_[nr]; }
+
+  uint64_t kinds_[static_cast<int>(StopKind::kCount)] = {};
+  PerCall flat_[kFlatCalls] = {};
+  std::map<long, PerCall> other_;
   uint64_t monitor_ns_ = 0;
 };
 
