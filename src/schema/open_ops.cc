@@ -212,6 +212,7 @@ Result<std::vector<DirEntry>> FileSystem::ReadDir(Transaction& txn, FileId dir,
       uint32_t mode;
       if (!DecodePathEntry(value, &id, &mode)) return Status::Storage(EUCLEAN, "damaged path");
       out.push_back(DirEntry{std::string(key.substr(prefix.size())), id, DirentType(mode)});
+      store_->KeepRead(store_->path(), t, key, value);
     }
     AMINO_ASSIGN_OR_RETURN(more, cur.NextBatch());
   }

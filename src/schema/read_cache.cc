@@ -87,7 +87,7 @@ std::optional<ReadCache::Hit> ReadCache::Find(int db, std::string_view key) {
   return it->second;
 }
 
-void ReadCache::Insert(int db, std::string_view key, const std::optional<std::string>& value,
+void ReadCache::Insert(int db, std::string_view key, std::optional<std::string> value,
                        uint64_t reader) {
   if (value && value->size() > kMaxValue) return;
   std::lock_guard<std::mutex> lock(mu_);
@@ -96,10 +96,10 @@ void ReadCache::Insert(int db, std::string_view key, const std::optional<std::st
   if (size_ >= kMaxEntries) ClearLocked();
   auto it = entries->find(key);
   if (it == entries->end()) {
-    entries->emplace(std::string(key), Hit{value, reader});
+    entries->emplace(std::string(key), Hit{std::move(value), reader});
     ++size_;
   } else {
-    it->second = Hit{value, reader};
+    it->second = Hit{std::move(value), reader};
   }
 }
 

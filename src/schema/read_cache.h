@@ -56,8 +56,7 @@ class ReadCache {
   std::optional<Hit> Find(int db, std::string_view key);
   // `reader` names the transaction that read the value (under its own lock: a hit of that same
   // transaction is as good as its own read).
-  void Insert(int db, std::string_view key, const std::optional<std::string>& value,
-              uint64_t reader);
+  void Insert(int db, std::string_view key, std::optional<std::string> value, uint64_t reader);
   void Forget(int db, std::string_view key);
   void Clear();
 

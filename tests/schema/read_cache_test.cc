@@ -2,6 +2,7 @@
 // another process committed, never what an unfinished or aborted transaction wrote, and a call
 // that relied on a cached record fails with a conflict when another process changed the file
 // system while it ran.
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -255,6 +256,39 @@ TEST_F(ReadCacheTest, ACallWhoseRecordsAreAllCachedNeedsNoBerkeleyDbTransaction)
     EXPECT_FALSE(fs_->DeferralRefused());
   }
   EXPECT_EQ(TxnsBegun(), begun);
+}
+
+// A listing reads each entry's record: kept, a stat of each entry after it (ls -l, du, git
+// status) needs no Berkeley DB transaction; what another process commits later is still seen.
+TEST_F(ReadCacheTest, AListingKeepsItsEntriesForTheCallsAfterIt) {
+  ASSERT_TRUE(root().Mkdir("/d").ok());
+  ASSERT_TRUE(root().WriteFile("/d/a", "abc").ok());
+  ASSERT_TRUE(root().WriteFile("/d/b", "abcdef").ok());
+  FileId dir = 0;
+  {
+    Transaction t = Cached();
+    Result<OpenResult> o = fs_->Open(t, Cred::Root(), "/d", O_RDONLY | O_DIRECTORY);
+    ASSERT_TRUE(o.ok()) << o.status().message();
+    dir = o->id;
+    Result<std::vector<DirEntry>> l = fs_->ReadDir(t, dir, "", 100);
+    ASSERT_TRUE(l.ok()) << l.status().message();
+    EXPECT_EQ(l->size(), 2u);
+    ASSERT_TRUE(t.Commit().ok());
+  }
+  const uint64_t begun = TxnsBegun();
+  {
+    Transaction t = Deferred();
+    Result<Stat> a = fs_->GetStat(t, Cred::Root(), "/d/a");
+    Result<Stat> b = fs_->GetStat(t, Cred::Root(), "/d/b");
+    ASSERT_TRUE(a.ok() && b.ok()) << "an entry listed was not kept";
+    EXPECT_EQ(a->attr.size, 3u);
+    EXPECT_EQ(b->attr.size, 6u);
+    ASSERT_TRUE(t.Commit().ok());
+  }
+  EXPECT_EQ(TxnsBegun(), begun);
+  InAnotherProcess([](FileSystem& fs) { return Truncate(fs, "/d/b", 9); });
+  EXPECT_EQ(CachedSize("/d/b"), 9u) << "a listed record outlived another process's commit";
+  ASSERT_TRUE(root().Close(dir).ok());
 }
 
 TEST_F(ReadCacheTest, ADeferredCallIsRefusedWhatNeedsTheDatabase) {
