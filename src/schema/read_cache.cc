@@ -7,7 +7,10 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <new>
 
 namespace amino::schema {
 namespace {
@@ -16,7 +19,22 @@ constexpr const char* kGenerationFile = "/amino.generation";
 // Bounds on what is kept: path, inode and name records are tens of bytes; file pages and big
 // attributes are left to Berkeley DB's own cache.
 constexpr size_t kMaxEntries = 1 << 16;
+constexpr size_t kSlots = 2 * kMaxEntries;
 constexpr size_t kMaxValue = 512;
+constexpr size_t kMaxKey = 8 << 10;  // a path record's key is a path: under PATH_MAX
+constexpr size_t kArenaBytes = 8 << 20;
+constexpr int kDatabases = 8;
+
+// Only the databases the store numbers, and keys the slots can measure.
+bool Known(int db, std::string_view key) {
+  return db >= 0 && db < kDatabases && key.size() <= kMaxKey;
+}
+
+uint32_t HashOf(int db, std::string_view key) {
+  const uint64_t h =
+      std::hash<std::string_view>{}(key) + static_cast<uint64_t>(db) * 0x9e3779b97f4a7c15;
+  return static_cast<uint32_t>(h ^ (h >> 32));
+}
 
 std::atomic_ref<uint64_t> At(uint64_t* p) { return std::atomic_ref<uint64_t>(*p); }
 
@@ -66,51 +84,80 @@ void ReadCache::Advance() {
   seen_ = before + 1;
 }
 
-ReadCache::Entries* ReadCache::EntriesOf(int db) {
-  return db >= 0 && db < kDatabases ? &entries_[static_cast<size_t>(db)] : nullptr;
+ReadCache::ReadCache()
+    : slots_(static_cast<Slot*>(std::calloc(kSlots, sizeof(Slot))), &std::free),
+      arena_(new char[kArenaBytes]) {
+  if (!slots_) throw std::bad_alloc();
+}
+
+ReadCache::Slot* ReadCache::Probe(int db, std::string_view key, uint32_t hash, bool for_insert) {
+  Slot* const slots = slots_.get();
+  Slot* reusable = nullptr;
+  // At most half the slots are used, so an empty one ends every probe.
+  for (size_t i = hash & (kSlots - 1);; i = (i + 1) & (kSlots - 1)) {
+    Slot* s = &slots[i];
+    if (s->epoch != epoch_) return for_insert ? (reusable ? reusable : s) : nullptr;
+    if (s->value_size == kForgotten) {
+      if (!reusable) reusable = s;
+      continue;
+    }
+    if (s->hash != hash || s->key_size != key.size()) continue;
+    const char* at = &arena_[s->offset];
+    if (static_cast<unsigned char>(at[0]) == db && std::memcmp(at + 1, key.data(), key.size()) == 0)
+      return s;
+  }
 }
 
 void ReadCache::ClearLocked() {
-  for (Entries& e : entries_) e.clear();
-  size_ = 0;
+  if (++epoch_ == 0) {  // every slot may claim any older epoch: forget them all for real
+    std::memset(slots_.get(), 0, kSlots * sizeof(Slot));
+    epoch_ = 1;
+  }
+  used_ = 0;
+  arena_used_ = 0;
 }
 
 std::optional<ReadCache::Hit> ReadCache::Find(int db, std::string_view key) {
   std::lock_guard<std::mutex> lock(mu_);
-  Entries* entries = EntriesOf(db);
-  auto it = entries ? entries->find(key) : Entries::iterator();
-  if (!entries || it == entries->end()) {
+  const Slot* s = Known(db, key) ? Probe(db, key, HashOf(db, key), false) : nullptr;
+  if (!s) {
     ++misses_;
     return std::nullopt;
   }
   ++hits_;
-  return it->second;
+  Hit hit;
+  hit.reader = s->reader;
+  if (s->value_size != kAbsent)
+    hit.value.emplace(&arena_[s->offset + 1 + s->key_size], s->value_size);
+  return hit;
 }
 
-void ReadCache::Insert(int db, std::string_view key, std::optional<std::string> value,
+void ReadCache::Insert(int db, std::string_view key, std::optional<std::string_view> value,
                        uint64_t reader) {
-  if (value && value->size() > kMaxValue) return;
+  if (!Known(db, key) || (value && value->size() > kMaxValue)) return;
+  const size_t record = 1 + key.size() + (value ? value->size() : 0);
   std::lock_guard<std::mutex> lock(mu_);
-  Entries* entries = EntriesOf(db);
-  if (!entries) return;
-  if (size_ >= kMaxEntries) ClearLocked();
-  auto it = entries->find(key);
-  if (it == entries->end()) {
-    entries->emplace(std::string(key), Hit{std::move(value), reader});
-    ++size_;
-  } else {
-    it->second = Hit{std::move(value), reader};
-  }
+  if (used_ >= kMaxEntries || arena_used_ + record > kArenaBytes) ClearLocked();
+  const uint32_t hash = HashOf(db, key);
+  Slot* s = Probe(db, key, hash, true);
+  if (s->epoch != epoch_) ++used_;  // a forgotten slot of this epoch is counted already
+  char* at = &arena_[arena_used_];
+  at[0] = static_cast<char>(db);
+  std::memcpy(at + 1, key.data(), key.size());
+  if (value) std::memcpy(at + 1 + key.size(), value->data(), value->size());
+  *s = Slot{epoch_,
+            hash,
+            static_cast<uint32_t>(arena_used_),
+            static_cast<uint16_t>(key.size()),
+            value ? static_cast<uint16_t>(value->size()) : kAbsent,
+            reader};
+  arena_used_ += record;
 }
 
 void ReadCache::Forget(int db, std::string_view key) {
   std::lock_guard<std::mutex> lock(mu_);
-  Entries* entries = EntriesOf(db);
-  if (!entries) return;
-  if (auto it = entries->find(key); it != entries->end()) {
-    entries->erase(it);
-    --size_;
-  }
+  if (!Known(db, key)) return;
+  if (Slot* s = Probe(db, key, HashOf(db, key), false)) s->value_size = kForgotten;
 }
 
 void ReadCache::Clear() {

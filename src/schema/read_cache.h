@@ -18,15 +18,12 @@
 // values must not be kept).
 #pragma once
 
-#include <array>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 
 #include "schema/status.h"
 
@@ -56,7 +53,8 @@ class ReadCache {
   std::optional<Hit> Find(int db, std::string_view key);
   // `reader` names the transaction that read the value (under its own lock: a hit of that same
   // transaction is as good as its own read).
-  void Insert(int db, std::string_view key, std::optional<std::string> value, uint64_t reader);
+  // `value` nullopt: known absent. Values over 512 bytes are not kept.
+  void Insert(int db, std::string_view key, std::optional<std::string_view> value, uint64_t reader);
   void Forget(int db, std::string_view key);
   void Clear();
 
@@ -64,22 +62,32 @@ class ReadCache {
   uint64_t misses() const { return misses_; }
 
  private:
-  ReadCache() = default;
-  // Looked up by the key as the caller has it, with no string made for the lookup.
-  struct KeyHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view k) const { return std::hash<std::string_view>{}(k); }
+  // An open-addressing table over one arena: no allocation per entry, and emptying it (the
+  // generation moved, or it is full) is a counter's step, not a walk over its entries.
+  struct Slot {
+    uint32_t epoch;       // live only when it equals epoch_; 0 never does
+    uint32_t hash;        // the key's hash, to skip most comparisons
+    uint32_t offset;      // into arena_: db byte, key bytes, value bytes
+    uint16_t key_size;    // key bytes after the db byte
+    uint16_t value_size;  // kAbsent: known absent; kForgotten: a removed entry
+    uint64_t reader;
   };
-  using Entries = std::unordered_map<std::string, Hit, KeyHash, std::equal_to<>>;
-  static constexpr int kDatabases = 8;
-  Entries* EntriesOf(int db);
+  static constexpr uint16_t kAbsent = 0xffff;
+  static constexpr uint16_t kForgotten = 0xfffe;
+
+  ReadCache();
+  // The slot holding (db, key), or the one to fill for it (nullptr when every probe is taken).
+  Slot* Probe(int db, std::string_view key, uint32_t hash, bool for_insert);
   void ClearLocked();
 
-  std::mutex mu_;                            // writes may come from any thread of the process
-  uint64_t* shared_ = nullptr;               // the mapped generation
-  uint64_t seen_ = 0;                        // the generation the entries are true at
-  std::array<Entries, kDatabases> entries_;  // by database number
-  size_t size_ = 0;                          // entries in all of them
+  std::mutex mu_;               // writes may come from any thread of the process
+  uint64_t* shared_ = nullptr;  // the mapped generation
+  uint64_t seen_ = 0;           // the generation the entries are true at
+  std::unique_ptr<Slot, void (*)(void*)> slots_;
+  std::unique_ptr<char[]> arena_;  // pages are touched only as entries fill them
+  uint32_t epoch_ = 1;
+  size_t used_ = 0;  // slots of this epoch, forgotten ones included
+  size_t arena_used_ = 0;
   uint64_t hits_ = 0;
   uint64_t misses_ = 0;
 };

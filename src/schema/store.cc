@@ -29,6 +29,11 @@ namespace {
 // (NoteTopLevelCommit says why).
 constexpr uint32_t kCheckpointKbytes = 64 * 1024;
 
+std::optional<std::string_view> ViewOf(const std::optional<std::string>& value) {
+  if (!value) return std::nullopt;
+  return std::string_view(*value);
+}
+
 }  // namespace
 
 // Long by design: the steps of opening (the users' lock, recovery when alone, the environment,
@@ -241,7 +246,7 @@ Result<std::optional<std::string>> Store::ReadThroughCache(DB* db, DB_TXN* txn,
       cache_txn_began_ = cache_->Refresh();
     }
     // Read under a lock of this transaction: committed, and true until someone writes it.
-    cache_->Insert(index, key, value, cache_txn_serial_);
+    cache_->Insert(index, key, ViewOf(value), cache_txn_serial_);
   }
   return value;
 }
@@ -252,7 +257,7 @@ void Store::KeepRead(DB* db, DB_TXN* txn, std::string_view key, std::string_view
   // Another process committed since this transaction began: its reads are not mixed with
   // what the cache holds (ReadThroughCache), and this one is simply not kept.
   if (index < 0 || cache_->Shared() != cache_txn_began_) return;
-  cache_->Insert(index, key, std::string(value), cache_txn_serial_);
+  cache_->Insert(index, key, value, cache_txn_serial_);
 }
 
 Result<std::optional<std::string>> Store::GetLocked(DB* db, DB_TXN* txn, std::string_view key) {
@@ -363,7 +368,7 @@ void Store::EndTopLevel(DB_TXN* txn, bool committed) {
     // values are what another process would now read, until the generation moves again.
     std::lock_guard<std::mutex> lock(cache_txn_writes_mu_);
     if (committed) {
-      for (const Written& w : cache_txn_writes_) cache_->Insert(w.db, w.key, w.value, 0);
+      for (const Written& w : cache_txn_writes_) cache_->Insert(w.db, w.key, ViewOf(w.value), 0);
     }
     cache_txn_writes_.clear();
     cache_txn_ = nullptr;
