@@ -202,18 +202,27 @@ Result<std::vector<DirEntry>> FileSystem::ReadDir(Transaction& txn, FileId dir,
     start.append(after);
     start.push_back('\0');  // the first name after `after`
   }
-  // A directory's entries are neighbours in the Path database: read in batches.
+  // A directory's entries are neighbours in the Path database: read in batches. Each batch's
+  // records are kept for the calls after (they are in the batch's buffer until the next).
+  std::vector<ReadCache::Record> seen;
   AMINO_ASSIGN_OR_RETURN(bool more, cur.SeekRangeBatch(start));
   while (more) {
     std::string_view key, value;
-    while (cur.NextInBatch(&key, &value)) {
-      if (out.size() >= max || key.substr(0, prefix.size()) != prefix) return out;
+    bool done = false;
+    seen.clear();
+    while (!done && cur.NextInBatch(&key, &value)) {
+      if (out.size() >= max || key.substr(0, prefix.size()) != prefix) {
+        done = true;
+        break;
+      }
       FileId id;
       uint32_t mode;
       if (!DecodePathEntry(value, &id, &mode)) return Status::Storage(EUCLEAN, "damaged path");
       out.push_back(DirEntry{std::string(key.substr(prefix.size())), id, DirentType(mode)});
-      store_->KeepRead(store_->path(), t, key, value);
+      seen.push_back({key, value});
     }
+    store_->KeepReads(store_->path(), t, seen);
+    if (done) break;
     AMINO_ASSIGN_OR_RETURN(more, cur.NextBatch());
   }
   return out;

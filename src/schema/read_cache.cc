@@ -5,12 +5,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <functional>
-#include <new>
 
 namespace amino::schema {
 namespace {
@@ -23,6 +22,7 @@ constexpr size_t kSlots = 2 * kMaxEntries;
 constexpr size_t kMaxValue = 512;
 constexpr size_t kMaxKey = 8 << 10;  // a path record's key is a path: under PATH_MAX
 constexpr size_t kArenaBytes = 8 << 20;
+constexpr size_t kHugePage = 2 << 20;
 constexpr int kDatabases = 8;
 
 // Only the databases the store numbers, and keys the slots can measure.
@@ -56,6 +56,11 @@ Result<std::unique_ptr<ReadCache>> ReadCache::Open(const std::string& dir) {
   close(fd);
   if (map == MAP_FAILED) return Status::Storage(err, path + ": mmap: " + std::strerror(err));
   std::unique_ptr<ReadCache> c(new ReadCache);
+  if (!c->MapTable()) {
+    const int map_err = errno;
+    munmap(map, sizeof(uint64_t));
+    return Status::Storage(map_err, std::string("read cache: mmap: ") + std::strerror(map_err));
+  }
   c->shared_ = static_cast<uint64_t*>(map);
   c->seen_ = c->Shared();
   return c;
@@ -63,6 +68,7 @@ Result<std::unique_ptr<ReadCache>> ReadCache::Open(const std::string& dir) {
 
 ReadCache::~ReadCache() {
   if (shared_) munmap(shared_, sizeof(uint64_t));
+  if (map_) munmap(map_, map_bytes_);
 }
 
 uint64_t ReadCache::Shared() const { return At(shared_).load(std::memory_order_seq_cst); }
@@ -84,14 +90,28 @@ void ReadCache::Advance() {
   seen_ = before + 1;
 }
 
-ReadCache::ReadCache()
-    : slots_(static_cast<Slot*>(std::calloc(kSlots, sizeof(Slot))), &std::free),
-      arena_(new char[kArenaBytes]) {
-  if (!slots_) throw std::bad_alloc();
+bool ReadCache::MapTable() {
+  // Aligned to a huge page: mapped one larger and trimmed.
+  const size_t wanted = (kSlots * sizeof(Slot) + kArenaBytes + kHugePage - 1) & ~(kHugePage - 1);
+  void* map = mmap(nullptr, wanted + kHugePage, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (map == MAP_FAILED) return false;
+  const uintptr_t start = reinterpret_cast<uintptr_t>(map);
+  const uintptr_t aligned = (start + kHugePage - 1) & ~(kHugePage - 1);
+  if (aligned > start) munmap(map, aligned - start);
+  const uintptr_t end = start + wanted + kHugePage;
+  if (end > aligned + wanted)
+    munmap(reinterpret_cast<void*>(aligned + wanted), end - aligned - wanted);
+  map_ = reinterpret_cast<void*>(aligned);
+  map_bytes_ = wanted;
+  (void)madvise(map_, map_bytes_, MADV_HUGEPAGE);  // a hint: small pages work as well
+  slots_ = static_cast<Slot*>(map_);  // zero: every slot is of epoch 0, which is never current
+  arena_ = static_cast<char*>(map_) + kSlots * sizeof(Slot);
+  return true;
 }
 
 ReadCache::Slot* ReadCache::Probe(int db, std::string_view key, uint32_t hash, bool for_insert) {
-  Slot* const slots = slots_.get();
+  Slot* const slots = slots_;
   Slot* reusable = nullptr;
   // At most half the slots are used, so an empty one ends every probe.
   for (size_t i = hash & (kSlots - 1);; i = (i + 1) & (kSlots - 1)) {
@@ -110,7 +130,7 @@ ReadCache::Slot* ReadCache::Probe(int db, std::string_view key, uint32_t hash, b
 
 void ReadCache::ClearLocked() {
   if (++epoch_ == 0) {  // every slot may claim any older epoch: forget them all for real
-    std::memset(slots_.get(), 0, kSlots * sizeof(Slot));
+    std::memset(slots_, 0, kSlots * sizeof(Slot));
     epoch_ = 1;
   }
   used_ = 0;
@@ -135,10 +155,35 @@ std::optional<ReadCache::Hit> ReadCache::Find(int db, std::string_view key) {
 void ReadCache::Insert(int db, std::string_view key, std::optional<std::string_view> value,
                        uint64_t reader) {
   if (!Known(db, key) || (value && value->size() > kMaxValue)) return;
-  const size_t record = 1 + key.size() + (value ? value->size() : 0);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (used_ >= kMaxEntries || arena_used_ + record > kArenaBytes) ClearLocked();
   const uint32_t hash = HashOf(db, key);
+  std::lock_guard<std::mutex> lock(mu_);
+  InsertLocked(db, key, value, hash, reader);
+}
+
+void ReadCache::InsertMany(int db, std::span<const Record> records, uint64_t reader) {
+  if (records.empty() || db < 0 || db >= kDatabases) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  hashes_.resize(records.size());
+  for (size_t i = 0; i < records.size(); ++i) hashes_[i] = HashOf(db, records[i].key);
+  // A few records ahead: far enough for the slot to arrive, near enough to stay cached.
+  constexpr size_t kAhead = 8;
+  for (size_t i = 0; i < std::min(kAhead, records.size()); ++i) {
+    __builtin_prefetch(&slots_[hashes_[i] & (kSlots - 1)], 1);
+  }
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (i + kAhead < records.size()) {
+      __builtin_prefetch(&slots_[hashes_[i + kAhead] & (kSlots - 1)], 1);
+    }
+    const Record& r = records[i];
+    if (r.key.size() > kMaxKey || r.value.size() > kMaxValue) continue;
+    InsertLocked(db, r.key, r.value, hashes_[i], reader);
+  }
+}
+
+void ReadCache::InsertLocked(int db, std::string_view key, std::optional<std::string_view> value,
+                             uint32_t hash, uint64_t reader) {
+  const size_t record = 1 + key.size() + (value ? value->size() : 0);
+  if (used_ >= kMaxEntries || arena_used_ + record > kArenaBytes) ClearLocked();
   Slot* s = Probe(db, key, hash, true);
   if (s->epoch != epoch_) ++used_;  // a forgotten slot of this epoch is counted already
   char* at = &arena_[arena_used_];

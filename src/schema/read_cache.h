@@ -22,8 +22,10 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "schema/status.h"
 
@@ -55,6 +57,13 @@ class ReadCache {
   // transaction is as good as its own read).
   // `value` nullopt: known absent. Values over 512 bytes are not kept.
   void Insert(int db, std::string_view key, std::optional<std::string_view> value, uint64_t reader);
+  // Several values read together (a listing's batch), as Insert each: their slots are looked
+  // up ahead, so that the memory waits overlap.
+  struct Record {
+    std::string_view key;
+    std::string_view value;
+  };
+  void InsertMany(int db, std::span<const Record> records, uint64_t reader);
   void Forget(int db, std::string_view key);
   void Clear();
 
@@ -75,21 +84,30 @@ class ReadCache {
   static constexpr uint16_t kAbsent = 0xffff;
   static constexpr uint16_t kForgotten = 0xfffe;
 
-  ReadCache();
+  ReadCache() = default;
+  bool MapTable();  // false: no memory for it (errno says why)
   // The slot holding (db, key), or the one to fill for it (nullptr when every probe is taken).
   Slot* Probe(int db, std::string_view key, uint32_t hash, bool for_insert);
   void ClearLocked();
+  void InsertLocked(int db, std::string_view key, std::optional<std::string_view> value,
+                    uint32_t hash, uint64_t reader);
 
   std::mutex mu_;               // writes may come from any thread of the process
   uint64_t* shared_ = nullptr;  // the mapped generation
   uint64_t seen_ = 0;           // the generation the entries are true at
-  std::unique_ptr<Slot, void (*)(void*)> slots_;
-  std::unique_ptr<char[]> arena_;  // pages are touched only as entries fill them
+  // One mapping for both, in huge pages where the kernel gives them: a lookup lands on a
+  // random slot, and with small pages nearly each one missed the TLB too. Its pages are
+  // touched only as entries fill them.
+  void* map_ = nullptr;
+  size_t map_bytes_ = 0;
+  Slot* slots_ = nullptr;
+  char* arena_ = nullptr;
   uint32_t epoch_ = 1;
   size_t used_ = 0;  // slots of this epoch, forgotten ones included
   size_t arena_used_ = 0;
   uint64_t hits_ = 0;
   uint64_t misses_ = 0;
+  std::vector<uint32_t> hashes_;  // InsertMany's, kept for the next
 };
 
 }  // namespace amino::schema

@@ -251,13 +251,13 @@ Result<std::optional<std::string>> Store::ReadThroughCache(DB* db, DB_TXN* txn,
   return value;
 }
 
-void Store::KeepRead(DB* db, DB_TXN* txn, std::string_view key, std::string_view value) {
+void Store::KeepReads(DB* db, DB_TXN* txn, std::span<const ReadCache::Record> records) {
   if (!cache_ || !txn || txn != cache_txn_ || cache_txn_wrote_ || IsDeferred(txn)) return;
   const int index = DbIndex(db);
   // Another process committed since this transaction began: its reads are not mixed with
   // what the cache holds (ReadThroughCache), and this one is simply not kept.
   if (index < 0 || cache_->Shared() != cache_txn_began_) return;
-  cache_->Insert(index, key, value, cache_txn_serial_);
+  cache_->InsertMany(index, records, cache_txn_serial_);
 }
 
 Result<std::optional<std::string>> Store::GetLocked(DB* db, DB_TXN* txn, std::string_view key) {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -69,10 +70,10 @@ class Store {
   // Get through Berkeley DB, whose lock on the record the transaction keeps until it ends: for
   // protocols that rest on the lock itself, not only on the value (open_holds.h).
   Result<std::optional<std::string>> GetLocked(DB* db, DB_TXN* txn, std::string_view key);
-  // A record a call of its own read another way (a cursor's bulk read, under the same page
-  // locks as a Get) is kept in the read cache as a Get would keep it: a listing's entries are
-  // what the calls after it (stat of each entry) look up.
-  void KeepRead(DB* db, DB_TXN* txn, std::string_view key, std::string_view value);
+  // Records a call of its own read another way (a cursor's bulk read, under the same page
+  // locks as a Get) are kept in the read cache as a Get would keep them: a listing's entries
+  // are what the calls after it (stat of each entry) look up.
+  void KeepReads(DB* db, DB_TXN* txn, std::span<const ReadCache::Record> records);
   // Bytes [from, from + len) of the record at `key`, copied into `buf` straight from Berkeley
   // DB's page (not cached): how many the record had there, or nullopt when the key is absent.
   Result<std::optional<size_t>> GetPart(DB* db, DB_TXN* txn, std::string_view key, uint32_t from,
