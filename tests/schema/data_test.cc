@@ -211,6 +211,39 @@ TEST_F(DataTest, PartsOfPagesKeepTheRestAndCountNewPagesOnce) {
   ASSERT_NO_FATAL_FAILURE(same());
 }
 
+TEST_F(DataTest, ShrinkingOrRemovingAFileLeavesItsNeighboursPages) {
+  // Files made one after the other have neighbouring ids, so their pages are neighbours in
+  // the Data database; the last one's are the database's last records.
+  const size_t n = 10 * 4096;
+  std::vector<FileId> ids;
+  std::vector<std::string> data;
+  for (const char* p : {"/a", "/b", "/c"}) {
+    Result<OpenResult> o = root().Open(p, O_RDWR | O_CREAT, 0644);
+    ASSERT_TRUE(o.ok()) << o.status().message();
+    ids.push_back(o->id);
+    data.push_back(Bytes(n, static_cast<uint32_t>(ids.size())));
+    ASSERT_TRUE(root().Write(o->id, 0, data.back()).ok());
+  }
+  auto whole = [&](size_t i) { return *root().Read(ids[i], 0, 2 * n); };
+  ASSERT_TRUE(root().FTruncate(ids[1], 4 * 4096 + 100).ok());
+  EXPECT_EQ(root().FStat(ids[1])->attr.blocks, 5u * 8);
+  ASSERT_TRUE(root().FTruncate(ids[1], n).ok());
+  EXPECT_EQ(whole(1), data[1].substr(0, 4 * 4096 + 100) + std::string(n - 4 * 4096 - 100, '\0'));
+  EXPECT_EQ(whole(0), data[0]);
+  EXPECT_EQ(whole(2), data[2]);
+  ASSERT_TRUE(root().FTruncate(ids[2], 4096).ok());
+  EXPECT_EQ(whole(2), data[2].substr(0, 4096));
+  for (FileId id : ids) ASSERT_TRUE(root().Close(id).ok());
+  ASSERT_TRUE(root().Unlink("/c").ok());
+  ASSERT_TRUE(root().Unlink("/a").ok());
+  Result<OpenResult> b = root().Open("/b", O_RDONLY);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(*root().Read(b->id, 0, 2 * n),
+            data[1].substr(0, 4 * 4096 + 100) + std::string(n - 4 * 4096 - 100, '\0'));
+  EXPECT_TRUE(root().Close(b->id).ok());
+  ExpectConsistent();
+}
+
 TEST_F(DataTest, TruncateErrorsMatchTheKernel) {
   ASSERT_NO_FATAL_FAILURE(BothFile("/f", "abc"));
   ASSERT_NO_FATAL_FAILURE(BothDir("/d"));
