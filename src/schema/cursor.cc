@@ -16,10 +16,13 @@ Cursor::Cursor(DB* db, DB_TXN* txn, uint32_t flags) {
   k_.flags = DB_DBT_REALLOC;
   v_.flags = DB_DBT_REALLOC;
   if (auto* store = static_cast<Store*>(db->app_private)) {
-    if (Status st = store->MayRead(db, txn); !st.ok()) {
+    Result<DB_TXN*> via = store->ReadVia(txn);
+    Status st = via.ok() ? store->MayRead(db, *via) : via.status();
+    if (!st.ok()) {
       open_status_ = st;
       return;
     }
+    txn = *via;
   }
   int ret = db->cursor(db, txn, &dbc_, flags);
   if (ret != 0) {

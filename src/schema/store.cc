@@ -185,6 +185,7 @@ Store::~Store() {
   checkpointer_.reset();
   bool clean = false;
   if (env_) {
+    EndReader();
     // A file still held open here is released below; if it has no name left it stays an
     // orphan, which only the scan of a recovering opener frees.
     const bool checkpointed = data_ && Checkpoint().ok();
@@ -236,7 +237,8 @@ Result<std::optional<std::string>> Store::ReadThroughCache(DB* db, DB_TXN* txn,
       return std::move(hit->value);
     }
   }
-  AMINO_ASSIGN_OR_RETURN(std::optional<std::string> value, GetLocked(db, txn, key, flags));
+  AMINO_ASSIGN_OR_RETURN(DB_TXN * via, ReadVia(txn));
+  AMINO_ASSIGN_OR_RETURN(std::optional<std::string> value, GetLocked(db, via, key, flags));
   if (index >= 0) {
     // A value another process committed since this transaction began: it must not meet values
     // cached from before (a name from one state, its record from another). Nothing cached
@@ -252,7 +254,7 @@ Result<std::optional<std::string>> Store::ReadThroughCache(DB* db, DB_TXN* txn,
 }
 
 void Store::KeepReads(DB* db, DB_TXN* txn, std::span<const ReadCache::Record> records) {
-  if (!cache_ || !txn || txn != cache_txn_ || cache_txn_wrote_ || IsDeferred(txn)) return;
+  if (!cache_ || !txn || txn != cache_txn_ || cache_txn_wrote_) return;
   const int index = DbIndex(db);
   // Another process committed since this transaction began: its reads are not mixed with
   // what the cache holds (ReadThroughCache), and this one is simply not kept.
@@ -281,6 +283,7 @@ Result<std::optional<std::string>> Store::GetLocked(DB* db, DB_TXN* txn, std::st
 
 Result<std::optional<size_t>> Store::GetPart(DB* db, DB_TXN* txn, std::string_view key,
                                              uint32_t from, void* buf, uint32_t len) {
+  AMINO_ASSIGN_OR_RETURN(txn, ReadVia(txn));
   AMINO_RETURN_IF_ERROR(MayRead(db, txn));
   DBT k = Dbt(key);
   DBT v;
@@ -399,6 +402,10 @@ Result<Store::Committed> Store::CommittedState(FileId id) {
 
 DB_TXN* Store::BeginDeferred() {
   if (!cache_ || cache_txn_ || deferred_busy_) return nullptr;
+  // The reader holds no lock between calls, logs nothing and reads no snapshot, so it pins
+  // neither log files nor page versions; it is renewed now and then all the same.
+  constexpr uint32_t kReaderCalls = 4096;
+  if (reader_ && ++reader_calls_ >= kReaderCalls) EndReader();
   // Whatever reaches for its locker finds none (OpenHolds refuses locker 0).
   deferred_handle_.id = [](DB_TXN*) -> u_int32_t { return 0; };
   deferred_busy_ = true;
@@ -406,8 +413,29 @@ DB_TXN* Store::BeginDeferred() {
   return &deferred_handle_;
 }
 
+Result<DB_TXN*> Store::ReadVia(DB_TXN* txn) {
+  if (!IsDeferred(txn)) return txn;
+  if (!reader_) {
+    const int ret = env_->txn_begin(env_, nullptr, &reader_, DB_READ_COMMITTED | DB_TXN_NOWAIT);
+    if (ret != 0) {
+      reader_ = nullptr;
+      return Fail(ret, "begin the deferred calls' reader");
+    }
+    reader_calls_ = 0;
+  }
+  cache_txn_relied_ = true;  // read past any lock: good only while the generation holds
+  return reader_;
+}
+
+void Store::EndReader() {
+  if (!reader_) return;
+  // It wrote nothing and holds no lock: the commit only ends it.
+  if (reader_->commit(reader_, DB_TXN_NOSYNC) == DB_RUNRECOVERY) NoteDamage();
+  reader_ = nullptr;
+}
+
 Status Store::MayChange(DB_TXN* txn) const {
-  if (IsDeferred(txn)) {
+  if (IsDeferred(txn) || (txn && txn == reader_)) {
     deferral_refused_ = true;
     return Status::Conflict("a call served from the read cache needs a transaction to change");
   }

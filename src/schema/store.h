@@ -109,6 +109,15 @@ class Store {
   // is under way already or there is no read cache. Never passed to Berkeley DB: MayRead and
   // MayChange refuse it (deferral_refused() then says so), its id is 0 (no locker).
   DB_TXN* BeginDeferred();
+  // The transaction a deferred transaction's reads of the database go through: one of the
+  // store's own, kept across calls, that reads committed records (DB_READ_COMMITTED: a read
+  // lock lasts the read) and never waits for a lock (DB_TXN_NOWAIT: another transaction's
+  // write lock is a conflict). What a call reads so is as good as what it took from the cache:
+  // true at its commit only while the generation holds, which the deferred commit checks
+  // (read_cache.h). Such a call thus begins and commits no Berkeley DB transaction of its own.
+  // Reads that must keep their lock (GetLocked) and every change are still refused it. Any
+  // other `txn` is returned as it is.
+  Result<DB_TXN*> ReadVia(DB_TXN* txn);
   bool IsDeferred(DB_TXN* txn) const { return txn && txn == &deferred_handle_; }
   // Whether the last deferred transaction was refused something only a real one can do.
   bool deferral_refused() const { return deferral_refused_; }
@@ -212,7 +221,10 @@ class Store {
                    std::optional<std::string_view> value);
   DB_TXN* snapshot_txn_ = nullptr;  // the snapshot transaction under way (only reads)
   mutable bool snapshot_refused_ = false;
+  void EndReader();
   DB_TXN deferred_handle_{};  // BeginDeferred's stand-in: zeroed but for its id function
+  DB_TXN* reader_ = nullptr;  // ReadVia's; renewed every so many deferred calls
+  uint32_t reader_calls_ = 0;
   bool deferred_busy_ = false;
   mutable bool deferral_refused_ = false;
   std::string user_file_;  // DBDIR/amino.user.*, removed at a clean close
