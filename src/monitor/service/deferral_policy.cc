@@ -7,10 +7,11 @@
 namespace amino::monitor::service {
 
 DeferralPolicy::DeferralPolicy() {
-  for (long nr :
-       {SYS_stat, SYS_lstat, SYS_fstat, SYS_newfstatat, SYS_statx, SYS_access, SYS_faccessat,
-        SYS_faccessat2, SYS_readlink, SYS_readlinkat, SYS_getxattr, SYS_lgetxattr, SYS_fgetxattr,
-        SYS_listxattr, SYS_llistxattr, SYS_flistxattr, SYS_statfs, SYS_fstatfs}) {
+  for (long nr : {SYS_stat,       SYS_lstat,     SYS_fstat,      SYS_newfstatat, SYS_statx,
+                  SYS_access,     SYS_faccessat, SYS_faccessat2, SYS_readlink,   SYS_readlinkat,
+                  SYS_getxattr,   SYS_lgetxattr, SYS_fgetxattr,  SYS_listxattr,  SYS_llistxattr,
+                  SYS_flistxattr, SYS_statfs,    SYS_fstatfs,    SYS_read,       SYS_pread64,
+                  SYS_readv,      SYS_preadv,    SYS_preadv2,    SYS_getdents,   SYS_getdents64}) {
     by_nr_[static_cast<size_t>(nr)].looks = true;
   }
   by_nr_[kAccessTime].looks = true;

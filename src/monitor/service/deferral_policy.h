@@ -1,18 +1,18 @@
 // Which served calls first try a deferred transaction (schema::TxnOptions::deferred): one that
-// begins no Berkeley DB transaction and succeeds only when every record the call needs is in
-// the read cache (a stat, an access, a readlink, an fstat of a file seen lately). A try that
-// needs the database is refused at its first miss and the call runs again in a real
-// transaction, which costs the lookups made before the miss.
+// begins no Berkeley DB transaction of its own. It takes records from the read cache and reads
+// the rest through the store's reader (Store::ReadVia), never waiting for a lock; it is
+// refused anything that changes the file system or must keep a lock, and then the call runs
+// again in a real transaction, which costs what the try did before the refusal.
 //
 // Only calls that look and change nothing try (the stat, access, readlink, extended attribute
-// reading and statfs families): a call that changes something always needs the database, and
-// some bodies fold every status into an errno of their own. The access-time check after a
-// listing, a mapping or a copy tries too (kAccessTime, a number of no system call): it writes
-// only when relatime says the access time is due, which a deferred try finds out from the
-// cache. Among those, by number, from how that number's last tries went: after a refusal the
-// number skips its next 1, 2, 4 ... 64 chances, and one try that succeeds makes it try every
-// time again. An fstatfs that never finds what it needs cached so loses at most a 64th of a
-// refused try's work; a stat that misses the cache now and then keeps trying.
+// reading and statfs families, reads of data and listings): a call that changes something
+// always needs a transaction, and some bodies fold every status into an errno of their own.
+// The access-time check after a read, a listing, a mapping or a copy tries too (kAccessTime, a
+// number of no system call): it writes only when relatime says the access time is due, which a
+// deferred try finds out from the cache. Among those, by number, from how that number's last
+// tries went: after a refusal the number skips its next 1, 2, 4 ... 64 chances, and one try
+// that succeeds makes it try every time again. A number whose tries are always refused so
+// loses at most a 64th of a refused try's work; one refused now and then keeps trying.
 #pragma once
 
 #include <array>

@@ -30,7 +30,7 @@ TEST(DeferralPolicyTest, TheAccessTimeCheckTriesAndOtherCallsDoNot) {
   DeferralPolicy p;
   EXPECT_TRUE(p.ShouldTry(DeferralPolicy::kAccessTime));
   EXPECT_EQ(TriesWhenAllRefused(p, DeferralPolicy::kAccessTime, 69), 6);
-  for (long nr : {long{SYS_read}, long{SYS_write}, long{SYS_openat}, long{SYS_unlink}}) {
+  for (long nr : {long{SYS_write}, long{SYS_openat}, long{SYS_unlink}}) {
     EXPECT_FALSE(p.ShouldTry(nr)) << nr;
   }
 }
@@ -62,14 +62,15 @@ TEST(DeferralPolicyTest, OneSuccessMakesTheNumberTryEveryTimeAgain) {
   EXPECT_TRUE(p.ShouldTry(SYS_newfstatat));
 }
 
-TEST(DeferralPolicyTest, CallsThatChangeOrReadDataNeverTry) {
+TEST(DeferralPolicyTest, CallsThatChangeNeverTryAndCallsThatLookDo) {
   DeferralPolicy p;
-  for (long nr : {SYS_read, SYS_pread64, SYS_write, SYS_openat, SYS_close, SYS_rename,
-                  SYS_renameat2, SYS_unlink, SYS_mkdir, SYS_getdents64, SYS_setxattr, SYS_chmod}) {
+  for (long nr : {SYS_write, SYS_pwrite64, SYS_openat, SYS_close, SYS_rename, SYS_renameat2,
+                  SYS_unlink, SYS_mkdir, SYS_setxattr, SYS_chmod, SYS_lseek}) {
     EXPECT_FALSE(p.ShouldTry(nr)) << "system call " << nr;
   }
   for (long nr : {SYS_stat, SYS_lstat, SYS_fstat, SYS_newfstatat, SYS_statx, SYS_access,
-                  SYS_faccessat2, SYS_readlinkat, SYS_getxattr, SYS_statfs}) {
+                  SYS_faccessat2, SYS_readlinkat, SYS_getxattr, SYS_statfs, SYS_read, SYS_pread64,
+                  SYS_readv, SYS_preadv2, SYS_getdents64}) {
     EXPECT_TRUE(p.ShouldTry(nr)) << "system call " << nr;
   }
 }

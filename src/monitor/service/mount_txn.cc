@@ -47,8 +47,8 @@ void MountHandler::PrintStats(FILE* out) const {
     const auto [hits, misses] = m->fs->ReadCacheStats();
     std::fprintf(out,
                  "amino: %s: read cache %llu hits, %llu misses (%.0f%%); %llu calls answered "
-                 "from it alone, with no Berkeley DB transaction; %llu calls read a snapshot "
-                 "past another transaction's lock\n",
+                 "with no Berkeley DB transaction of their own (from it and the store's "
+                 "reader); %llu calls read a snapshot past another transaction's lock\n",
                  m->mount->point.c_str(), static_cast<unsigned long long>(hits),
                  static_cast<unsigned long long>(misses),
                  hits + misses ? 100.0 * static_cast<double>(hits) / (hits + misses) : 0.0,
