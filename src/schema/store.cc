@@ -247,7 +247,8 @@ Result<std::optional<std::string>> Store::ReadThroughCache(DB* db, DB_TXN* txn,
       if (cache_txn_relied_) return Status::Conflict("records this call read changed meanwhile");
       cache_txn_began_ = cache_->Refresh();
     }
-    // Read under a lock of this transaction: committed, and true until someone writes it.
+    // Read under a lock (this transaction's, or the reader's for the read, when nobody held the
+    // record for writing): committed, and true until someone writes it.
     cache_->Insert(index, key, ViewOf(value), cache_txn_serial_);
   }
   return value;
