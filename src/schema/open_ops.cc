@@ -210,7 +210,7 @@ Result<std::vector<DirEntry>> FileSystem::ReadDir(Transaction& txn, FileId dir,
     std::string_view key, value;
     bool done = false;
     seen.clear();
-    while (!done && cur.NextInBatch(&key, &value)) {
+    while (cur.NextInBatch(&key, &value)) {
       if (out.size() >= max || key.substr(0, prefix.size()) != prefix) {
         done = true;
         break;
